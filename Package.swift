@@ -1,0 +1,58 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+let package = Package(
+    name: "mirror",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "mirror", targets: ["mirror"]),
+        .library(name: "MirrorKit", targets: ["MirrorKit"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.0"),
+    ],
+    targets: [
+        // libcurl, found through pkg-config; typed shims for its variadic calls live in shim.h.
+        .systemLibrary(
+            name: "CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"]), .brew(["curl"])]
+        ),
+        // HTTP over libcurl: one multi-driver thread, transfers, responses, typed errors.
+        .target(name: "MirrorTransport", dependencies: ["CCurl"]),
+        // Image bytes: format sniffing, header dimensions, completeness. No dependencies, so it can be fuzzed alone.
+        .target(name: "MirrorImages"),
+        .target(
+            name: "MirrorKit",
+            dependencies: [
+                "MirrorTransport",
+                "MirrorImages",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        .executableTarget(
+            name: "mirror",
+            dependencies: [
+                "MirrorKit",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        // An in-process HTTP/1.1 server on loopback for every test that needs HTTP.
+        .target(
+            name: "MirrorTestSupport",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
+        .testTarget(name: "MirrorTransportTests", dependencies: ["MirrorTransport", "MirrorTestSupport"]),
+        .testTarget(name: "MirrorImagesTests", dependencies: ["MirrorImages"], resources: [.copy("Samples")]),
+        .testTarget(name: "MirrorKitTests", dependencies: ["MirrorKit", "MirrorTestSupport"]),
+        .testTarget(name: "MirrorTestSupportTests", dependencies: ["MirrorTestSupport"]),
+        .testTarget(name: "mirrorTests", dependencies: ["MirrorTestSupport"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

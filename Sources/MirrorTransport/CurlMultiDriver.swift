@@ -1,0 +1,274 @@
+import CCurl
+import Foundation
+import Synchronization
+
+/// Runs every HTTP transfer of a process on one thread that drives a libcurl multi handle.
+///
+/// Callers start transfers from any thread and get exactly one completion per transfer: a
+/// response or a `TransportError`. All I/O happens on the driver's thread, which sleeps in
+/// `curl_multi_poll` and is woken by `curl_multi_wakeup` whenever a transfer is added or cancelled,
+/// so a cancel completes at once rather than at curl's next progress tick. All transfers share the
+/// multi handle's connection and DNS caches, so keep-alive connections are reused across transfers.
+///
+/// Completions run **on the driver thread**: they must return quickly and hand any slow work
+/// (validation, fsync, database writes) to another queue, or every other transfer waits.
+///
+/// ```swift
+/// let driver = CurlMultiDriver()
+/// defer { driver.shutdown() }
+/// let response = try await driver.perform(TransferRequest(url: url))
+/// ```
+public final class CurlMultiDriver: Sendable {
+    private let inbox: Inbox
+    private let finished = DispatchSemaphore(value: 0)
+
+    /// Starts the driver thread.
+    public init() {
+        CurlRuntime.ensureInitialized()
+        guard let multi = curl_multi_init() else { fatalError("curl_multi_init failed: out of memory") }
+        inbox = Inbox(multi: multi)
+        let loop = DriverLoop(multi: multi, inbox: inbox)
+        let finished = self.finished
+        let thread = Thread {
+            loop.run()
+            finished.signal()
+        }
+        thread.name = "mirror.curl-driver"
+        thread.start()
+    }
+
+    deinit {
+        shutdown()
+    }
+
+    /// Starts a transfer; `completion` runs exactly once, on the driver thread.
+    ///
+    /// - Returns: a handle that cancels the transfer from any thread.
+    @discardableResult
+    public func start(
+        _ request: TransferRequest,
+        completion: @escaping @Sendable (Result<HTTPResponse, TransportError>) -> Void
+    ) -> TransferTask {
+        let id = inbox.nextID()
+        let task = TransferTask(id: id, inbox: inbox)
+        let transfer: Transfer
+        do {
+            transfer = try Transfer(id: id, request: request, completion: completion)
+        } catch {
+            completion(.failure(error))
+            return task
+        }
+        if !inbox.add(transfer) {
+            transfer.cleanup()
+            completion(.failure(.cancelled))
+        }
+        return task
+    }
+
+    /// Performs a transfer and returns its response; cancelling the calling task cancels the transfer.
+    public func perform(_ request: TransferRequest) async throws(TransportError) -> HTTPResponse {
+        let cancellation = Mutex<CancellationState>(.idle)
+        let result: Result<HTTPResponse, TransportError> = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let task = start(request) { continuation.resume(returning: $0) }
+                let cancelNow = cancellation.withLock { state in
+                    if case .cancelled = state { return true }
+                    state = .started(task)
+                    return false
+                }
+                if cancelNow { task.cancel() }
+            }
+        } onCancel: {
+            let task = cancellation.withLock { state -> TransferTask? in
+                defer { state = .cancelled }
+                if case let .started(task) = state { return task }
+                return nil
+            }
+            task?.cancel()
+        }
+        return try result.get()
+    }
+
+    /// Cancels every transfer (each completes with `.cancelled`), stops the thread and frees the
+    /// multi handle. Waits for the thread to end; call it from any thread but the driver's. Idempotent.
+    public func shutdown() {
+        if inbox.requestStop() {
+            finished.wait()
+        }
+    }
+
+    /// Transfers started and not yet completed (those queued for the thread and those in flight).
+    public var activeTransferCount: Int { inbox.liveCount }
+}
+
+/// Cancels one transfer. Cheap to keep; cancelling a finished transfer does nothing.
+public final class TransferTask: Sendable {
+    /// The transfer's identifier, unique within its driver.
+    public let id: Int
+    private let inbox: Inbox
+
+    init(id: Int, inbox: Inbox) {
+        self.id = id
+        self.inbox = inbox
+    }
+
+    /// Cancels the transfer from any thread; its completion (`.cancelled`) follows promptly unless it already completed.
+    public func cancel() {
+        inbox.cancel(id)
+    }
+}
+
+private enum CancellationState {
+    case idle
+    case started(TransferTask)
+    case cancelled
+}
+
+/// What other threads hand to the driver thread, behind one lock.
+///
+/// The multi handle pointer is used from other threads only for `curl_multi_wakeup`, which libcurl
+/// documents as thread-safe, and only while `stopped` is false under `state`'s lock: the driver
+/// sets `stopped` under that same lock before it frees the handle.
+final class Inbox: @unchecked Sendable {
+    private struct State {
+        var adds: [Transfer] = []
+        var cancels: [Int] = []
+        var stopRequested = false
+        var stopped = false
+        var lastID = 0
+        var live = 0
+    }
+
+    private let state = Mutex(State())
+    private let multi: UnsafeMutableRawPointer
+
+    init(multi: UnsafeMutableRawPointer) {
+        self.multi = multi
+    }
+
+    func nextID() -> Int {
+        state.withLock { state in
+            state.lastID += 1
+            return state.lastID
+        }
+    }
+
+    /// Queues a transfer for the driver; false once the driver is stopping.
+    func add(_ transfer: Transfer) -> Bool {
+        state.withLock { state in
+            guard !state.stopRequested else { return false }
+            state.adds.append(transfer)
+            state.live += 1
+            curl_multi_wakeup(multi)
+            return true
+        }
+    }
+
+    func cancel(_ id: Int) {
+        state.withLock { state in
+            guard !state.stopRequested else { return }
+            state.cancels.append(id)
+            curl_multi_wakeup(multi)
+        }
+    }
+
+    /// Asks the driver to stop; true for the first caller, who should then wait for the thread.
+    func requestStop() -> Bool {
+        state.withLock { state in
+            guard !state.stopRequested else { return false }
+            state.stopRequested = true
+            curl_multi_wakeup(multi)
+            return true
+        }
+    }
+
+    /// Takes what arrived since the last call.
+    func take() -> (adds: [Transfer], cancels: [Int], stop: Bool) {
+        state.withLock { state in
+            defer {
+                state.adds.removeAll(keepingCapacity: true)
+                state.cancels.removeAll(keepingCapacity: true)
+            }
+            return (state.adds, state.cancels, state.stopRequested)
+        }
+    }
+
+    func completed() {
+        state.withLock { $0.live -= 1 }
+    }
+
+    var liveCount: Int { state.withLock { $0.live } }
+
+    /// Marks the multi handle as about to be freed; no wakeup may use it after this.
+    func markStopped() {
+        state.withLock { $0.stopped = true }
+    }
+}
+
+/// The driver thread's own state: the multi handle and the transfers in it. Touched only by that thread.
+private final class DriverLoop: @unchecked Sendable {
+    private let multi: UnsafeMutableRawPointer
+    private let inbox: Inbox
+    private var active: [Int: Transfer] = [:]
+
+    init(multi: UnsafeMutableRawPointer, inbox: Inbox) {
+        self.multi = multi
+        self.inbox = inbox
+    }
+
+    func run() {
+        while true {
+            let (adds, cancels, stop) = inbox.take()
+            for transfer in adds {
+                let code = curl_multi_add_handle(multi, transfer.handle)
+                if code == CURLM_OK {
+                    active[transfer.id] = transfer
+                } else {
+                    let message = String(cString: curl_multi_strerror(code))
+                    complete(transfer, .failure(.other(CurlError(code: Int(code.rawValue), summary: message, message: ""))))
+                }
+            }
+            for id in cancels {
+                if let transfer = active.removeValue(forKey: id) {
+                    curl_multi_remove_handle(multi, transfer.handle)
+                    complete(transfer, .failure(.cancelled))
+                }
+            }
+            if stop { break }
+
+            var running: Int32 = 0
+            curl_multi_perform(multi, &running)
+            collectFinished()
+            // Sleeps until a socket is ready, curl's next timeout, a wakeup, or at most one second.
+            curl_multi_poll(multi, nil, 0, 1000, nil)
+        }
+        for transfer in active.values {
+            curl_multi_remove_handle(multi, transfer.handle)
+            complete(transfer, .failure(.cancelled))
+        }
+        active.removeAll()
+        inbox.markStopped()
+        // Transfers queued after the last take() were refused by `add`, so none is left behind.
+        curl_multi_cleanup(multi)
+    }
+
+    private func collectFinished() {
+        var remaining: Int32 = 0
+        while let message = curl_multi_info_read(multi, &remaining) {
+            guard message.pointee.msg == CURLMSG_DONE, let handle = message.pointee.easy_handle else { continue }
+            let code = message.pointee.data.result
+            var privateData: UnsafeMutableRawPointer?
+            _ = ccurl_easy_getinfo_pointer(handle, CURLINFO_PRIVATE, &privateData)
+            let id = Int(bitPattern: privateData)
+            curl_multi_remove_handle(multi, handle)
+            guard let transfer = active.removeValue(forKey: id) else { continue }
+            complete(transfer, transfer.outcome(for: code))
+        }
+    }
+
+    private func complete(_ transfer: Transfer, _ outcome: Result<HTTPResponse, TransportError>) {
+        transfer.cleanup()
+        inbox.completed()
+        transfer.completion(outcome)
+    }
+}

@@ -1,0 +1,95 @@
+import Foundation
+
+/// The final response of a transfer (after redirects) and what it cost.
+public struct HTTPResponse: Sendable {
+    /// Durations from the start of the transfer to each milestone.
+    public struct Timings: Sendable, Hashable {
+        /// Name resolution done.
+        public var nameLookup: Duration
+        /// TCP connection made.
+        public var connect: Duration
+        /// TLS handshake done (zero for plain HTTP).
+        public var tlsHandshake: Duration
+        /// First byte of the response arrived.
+        public var firstByte: Duration
+        /// Everything done.
+        public var total: Duration
+    }
+
+    /// The HTTP status code of the final response.
+    public var status: Int
+    /// The final response's headers, names lowercased, in arrival order.
+    public var headers: [(name: String, value: String)]
+    /// The URL of the final response, after redirects.
+    public var effectiveURL: URL
+    /// How many redirects were followed.
+    public var redirectCount: Int
+    /// Body bytes received (after content decoding).
+    public var bytesReceived: Int64
+    /// The body for `.memory` destinations; for file and sink destinations, the first 64 KiB of a non-2xx body.
+    public var body: Data
+    /// Timings of the transfer.
+    public var timings: Timings
+    /// New TCP connections this transfer opened (0 when it reused one).
+    public var connectionsOpened: Int
+
+    /// The first value of a header, by case-insensitive name.
+    public func header(_ name: String) -> String? {
+        let lowered = name.lowercased()
+        return headers.first { $0.name == lowered }?.value
+    }
+
+    /// The `Content-Type` header.
+    public var contentType: String? { header("content-type") }
+    /// The `Content-Length` header, when present and numeric.
+    public var contentLength: Int64? { header("content-length").flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) } }
+    /// The `ETag` header.
+    public var etag: String? { header("etag") }
+    /// The `Last-Modified` header.
+    public var lastModified: String? { header("last-modified") }
+    /// The raw `Retry-After` header.
+    public var retryAfterHeader: String? { header("retry-after") }
+
+    /// How long `Retry-After` asks the client to wait, counted from `now`; nil if absent or unreadable.
+    public func retryAfter(now: Date = Date()) -> Duration? {
+        retryAfterHeader.flatMap { RetryAfter.parse($0, now: now) }
+    }
+
+    /// Whether the status is 2xx.
+    public var isSuccess: Bool { (200..<300).contains(status) }
+}
+
+/// Parses `Retry-After` values: delay-seconds or an HTTP-date (RFC 9110 §10.2.3).
+public enum RetryAfter {
+    /// The wait a `Retry-After` value asks for, never negative; nil if the value is neither form.
+    public static func parse(_ value: String, now: Date = Date()) -> Duration? {
+        let trimmed = value.trimmingCharacters(in: .whitespaces)
+        if let seconds = Int(trimmed) {
+            return seconds >= 0 ? .seconds(seconds) : nil
+        }
+        guard let date = httpDate(trimmed) else { return nil }
+        let interval = max(0, date.timeIntervalSince(now))
+        return .milliseconds(Int64((interval * 1000).rounded(.up)))
+    }
+
+    /// Parses the IMF-fixdate form and the two obsolete forms an HTTP-date may take.
+    public static func httpDate(_ value: String) -> Date? {
+        for format in ["EEE, dd MMM yyyy HH:mm:ss zzz", "EEEE, dd-MMM-yy HH:mm:ss zzz", "EEE MMM d HH:mm:ss yyyy"] {
+            let formatter = DateFormatter()
+            formatter.locale = Locale(identifier: "en_US_POSIX")
+            formatter.timeZone = TimeZone(identifier: "GMT")
+            formatter.dateFormat = format
+            if let date = formatter.date(from: value) { return date }
+        }
+        return nil
+    }
+
+    /// Formats a date as an IMF-fixdate, as servers send it.
+    public static func format(_ date: Date) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        return formatter.string(from: date)
+    }
+}

@@ -1,0 +1,310 @@
+import CCurl
+import Foundation
+
+/// One transfer: its libcurl easy handle, the request's settings, and the response as it arrives.
+///
+/// Built on the thread that starts the transfer, then handed to the driver thread through the
+/// driver's inbox lock; from then on only the driver thread touches it (libcurl calls its
+/// callbacks on that thread too). That hand-off is what makes the `@unchecked Sendable` true.
+final class Transfer: @unchecked Sendable {
+    typealias Completion = @Sendable (Result<HTTPResponse, TransportError>) -> Void
+
+    /// The largest non-2xx body kept for file and sink destinations.
+    static let errorBodyLimit = 64 * 1024
+
+    let id: Int
+    let handle: UnsafeMutableRawPointer
+    let completion: Completion
+    private let request: TransferRequest
+    private let errorBuffer: UnsafeMutablePointer<CChar>
+    private var headerList: UnsafeMutablePointer<curl_slist>?
+
+    // MARK: Response state, written by the callbacks
+
+    private var headers: [(name: String, value: String)] = []
+    private var body = Data()
+    private var bytesReceived: Int64 = 0
+    private var acceptsBody: Bool?
+    /// A failure detected inside a callback, which then aborts the transfer.
+    private var callbackFailure: TransportError?
+
+    /// Creates the easy handle and sets every option; throws if libcurl refuses one.
+    init(id: Int, request: TransferRequest, completion: @escaping Completion) throws(TransportError) {
+        CurlRuntime.ensureInitialized()
+        guard let handle = curl_easy_init() else {
+            throw .other(CurlError(code: -1, summary: "curl_easy_init failed", message: ""))
+        }
+        self.id = id
+        self.handle = handle
+        self.request = request
+        self.completion = completion
+        self.errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
+        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
+        do {
+            try configure()
+        } catch {
+            cleanup()
+            throw error
+        }
+    }
+
+    private func configure() throws(TransportError) {
+        let request = self.request
+        try set(CURLOPT_ERRORBUFFER, pointer: UnsafeMutableRawPointer(errorBuffer))
+        try set(CURLOPT_URL, request.url.absoluteString)
+        try set(CURLOPT_NOSIGNAL, 1)
+        // Policy: http and https only, for the first request and for every redirect.
+        try set(CURLOPT_PROTOCOLS_STR, "http,https")
+        try set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
+        try set(CURLOPT_FOLLOWLOCATION, 1)
+        try set(CURLOPT_MAXREDIRS, request.maximumRedirects)
+        try set(CURLOPT_SSL_VERIFYPEER, 1)
+        try set(CURLOPT_SSL_VERIFYHOST, 2)
+        try set(CURLOPT_ACCEPT_ENCODING, "")
+        try set(CURLOPT_USERAGENT, request.userAgent)
+        try set(CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(request.connectTimeout))
+        if let total = request.totalTimeout {
+            try set(CURLOPT_TIMEOUT_MS, Self.milliseconds(total))
+        }
+        try set(CURLOPT_LOW_SPEED_LIMIT, max(1, request.stall.minimumBytesPerSecond))
+        try set(CURLOPT_LOW_SPEED_TIME, max(1, Int(request.stall.window.components.seconds)))
+        try check(ccurl_easy_setopt_off_t(handle, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(request.maximumBodyBytes)))
+        // Over HTTPS, wait for ALPN so that HTTP/2 streams share one connection.
+        try set(CURLOPT_PIPEWAIT, 1)
+        try set(CURLOPT_PRIVATE, pointer: UnsafeMutableRawPointer(bitPattern: id))
+
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        try check(ccurl_easy_set_write_function(handle, transferWriteCallback))
+        try set(CURLOPT_WRITEDATA, pointer: context)
+        try check(ccurl_easy_set_header_function(handle, transferHeaderCallback))
+        try set(CURLOPT_HEADERDATA, pointer: context)
+
+        for (name, value) in request.headers {
+            headerList = curl_slist_append(headerList, "\(name): \(value)")
+        }
+        if let headerList {
+            try check(ccurl_easy_setopt_slist(handle, CURLOPT_HTTPHEADER, headerList))
+        }
+        if let body = request.body {
+            try check(ccurl_easy_setopt_off_t(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count)))
+            // COPYPOSTFIELDS copies the bytes, so the pointer need only live through this call.
+            let code = body.withUnsafeBytes { bytes in
+                ccurl_easy_setopt_pointer(handle, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: bytes.baseAddress))
+            }
+            try check(code)
+        }
+        if request.method != "GET" && !(request.method == "POST" && request.body != nil) {
+            try set(CURLOPT_CUSTOMREQUEST, request.method)
+        }
+    }
+
+    /// Frees the easy handle and everything the options point at. Idempotent is not needed: the driver calls it once.
+    func cleanup() {
+        curl_easy_cleanup(handle)
+        curl_slist_free_all(headerList)
+        headerList = nil
+        errorBuffer.deallocate()
+    }
+
+    // MARK: Callbacks (driver thread)
+
+    fileprivate func receiveHeader(_ line: UnsafeBufferPointer<UInt8>) {
+        guard let text = String(bytes: line, encoding: .isoLatin1)?.trimmingCharacters(in: .whitespacesAndNewlines),
+              !text.isEmpty else { return }
+        if text.hasPrefix("HTTP/") {
+            // A new response (after a redirect or a 100 Continue): forget the previous one's headers.
+            headers.removeAll(keepingCapacity: true)
+            return
+        }
+        guard let colon = text.firstIndex(of: ":") else { return }
+        let name = text[..<colon].trimmingCharacters(in: .whitespaces).lowercased()
+        let value = text[text.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        headers.append((name, value))
+    }
+
+    fileprivate func receiveBody(_ chunk: UnsafeRawBufferPointer) -> Bool {
+        bytesReceived += Int64(chunk.count)
+        if bytesReceived > request.maximumBodyBytes {
+            callbackFailure = .tooLarge(limit: request.maximumBodyBytes)
+            return false
+        }
+        switch request.destination {
+        case .memory:
+            body.append(contentsOf: chunk)
+            return true
+        case let .file(descriptor):
+            guard deliversBody() else { return keepErrorBody(chunk) }
+            return writeAll(chunk, to: descriptor)
+        case let .sink(sink):
+            guard deliversBody() else { return keepErrorBody(chunk) }
+            do {
+                try sink.write(chunk)
+                return true
+            } catch {
+                callbackFailure = .destinationFailed(String(describing: error))
+                return false
+            }
+        }
+    }
+
+    private func deliversBody() -> Bool {
+        if let acceptsBody { return acceptsBody }
+        var status = 0
+        _ = ccurl_easy_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
+        let accepts = (200..<300).contains(status)
+        acceptsBody = accepts
+        return accepts
+    }
+
+    private func keepErrorBody(_ chunk: UnsafeRawBufferPointer) -> Bool {
+        let room = Self.errorBodyLimit - body.count
+        if room > 0 { body.append(contentsOf: chunk.prefix(room)) }
+        return true
+    }
+
+    private func writeAll(_ chunk: UnsafeRawBufferPointer, to descriptor: Int32) -> Bool {
+        guard var pointer = chunk.baseAddress else { return true }
+        var remaining = chunk.count
+        while remaining > 0 {
+            let written = write(descriptor, pointer, remaining)
+            if written < 0 {
+                if errno == EINTR { continue }
+                callbackFailure = .destinationFailed(String(cString: strerror(errno)))
+                return false
+            }
+            remaining -= written
+            pointer += written
+        }
+        return true
+    }
+
+    // MARK: Completion (driver thread)
+
+    /// Turns libcurl's result code into this transfer's outcome.
+    func outcome(for code: CURLcode) -> Result<HTTPResponse, TransportError> {
+        if let callbackFailure { return .failure(callbackFailure) }
+        guard code == CURLE_OK else { return .failure(error(for: code)) }
+        return .success(response())
+    }
+
+    private func response() -> HTTPResponse {
+        var status = 0
+        _ = ccurl_easy_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
+        var redirects = 0
+        _ = ccurl_easy_getinfo_long(handle, CURLINFO_REDIRECT_COUNT, &redirects)
+        var connects = 0
+        _ = ccurl_easy_getinfo_long(handle, CURLINFO_NUM_CONNECTS, &connects)
+        let effective = string(CURLINFO_EFFECTIVE_URL).flatMap(URL.init(string:)) ?? request.url
+        return HTTPResponse(
+            status: status,
+            headers: headers,
+            effectiveURL: effective,
+            redirectCount: redirects,
+            bytesReceived: bytesReceived,
+            body: body,
+            timings: HTTPResponse.Timings(
+                nameLookup: duration(CURLINFO_NAMELOOKUP_TIME_T),
+                connect: duration(CURLINFO_CONNECT_TIME_T),
+                tlsHandshake: duration(CURLINFO_APPCONNECT_TIME_T),
+                firstByte: duration(CURLINFO_STARTTRANSFER_TIME_T),
+                total: duration(CURLINFO_TOTAL_TIME_T)
+            ),
+            connectionsOpened: connects
+        )
+    }
+
+    private func error(for code: CURLcode) -> TransportError {
+        let curlError = CurlError(code, message: String(cString: errorBuffer))
+        switch code {
+        case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY:
+            return .dnsFailure(host: request.url.host ?? "", curlError)
+        case CURLE_COULDNT_CONNECT:
+            return .connectFailed(curlError)
+        case CURLE_OPERATION_TIMEDOUT:
+            if curlError.message.contains("too slow") {
+                return .stalled(
+                    bytesPerSecond: request.stall.minimumBytesPerSecond,
+                    seconds: Double(request.stall.window.components.seconds)
+                )
+            }
+            var connectTime: curl_off_t = 0
+            _ = ccurl_easy_getinfo_off_t(handle, CURLINFO_CONNECT_TIME_T, &connectTime)
+            return connectTime == 0 ? .connectFailed(curlError) : .timedOut(curlError)
+        case CURLE_TOO_MANY_REDIRECTS:
+            return .tooManyRedirects(limit: request.maximumRedirects)
+        case CURLE_UNSUPPORTED_PROTOCOL:
+            return .disallowedProtocol(url: string(CURLINFO_REDIRECT_URL) ?? request.url.absoluteString)
+        case CURLE_FILESIZE_EXCEEDED:
+            return .tooLarge(limit: request.maximumBodyBytes)
+        case CURLE_PARTIAL_FILE:
+            var expected: curl_off_t = -1
+            _ = ccurl_easy_getinfo_off_t(handle, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &expected)
+            return .truncated(received: bytesReceived, expected: expected >= 0 ? Int64(expected) : nil)
+        case CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_GOT_NOTHING:
+            return .connectionLost(curlError)
+        case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM,
+             CURLE_SSL_CIPHER, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ISSUER_ERROR,
+             CURLE_SSL_PINNEDPUBKEYNOTMATCH, CURLE_SSL_INVALIDCERTSTATUS, CURLE_SSL_CRL_BADFILE,
+             CURLE_SSL_ENGINE_NOTFOUND, CURLE_SSL_ENGINE_SETFAILED, CURLE_SSL_ENGINE_INITFAILED,
+             CURLE_USE_SSL_FAILED:
+            return .tls(curlError)
+        default:
+            return .other(curlError)
+        }
+    }
+
+    // MARK: Helpers
+
+    private func set(_ option: CURLoption, _ value: Int) throws(TransportError) {
+        try check(ccurl_easy_setopt_long(handle, option, value))
+    }
+
+    private func set(_ option: CURLoption, _ value: String) throws(TransportError) {
+        try check(ccurl_easy_setopt_string(handle, option, value))
+    }
+
+    private func set(_ option: CURLoption, pointer: UnsafeMutableRawPointer?) throws(TransportError) {
+        try check(ccurl_easy_setopt_pointer(handle, option, pointer))
+    }
+
+    private func check(_ code: CURLcode) throws(TransportError) {
+        guard code == CURLE_OK else { throw .other(CurlError(code, message: "while configuring the transfer")) }
+    }
+
+    private func string(_ info: CURLINFO) -> String? {
+        var pointer: UnsafeMutablePointer<CChar>?
+        guard ccurl_easy_getinfo_string(handle, info, &pointer) == CURLE_OK, let pointer else { return nil }
+        return String(cString: pointer)
+    }
+
+    private func duration(_ info: CURLINFO) -> Duration {
+        var microseconds: curl_off_t = 0
+        _ = ccurl_easy_getinfo_off_t(handle, info, &microseconds)
+        return .microseconds(Int64(microseconds))
+    }
+
+    private static func milliseconds(_ duration: Duration) -> Int {
+        let (seconds, attoseconds) = duration.components
+        return max(1, Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000))
+    }
+}
+
+// libcurl callbacks: C function pointers that capture nothing; the transfer travels as the context pointer.
+
+private let transferWriteCallback: ccurl_data_callback = { data, size, count, context in
+    guard let context else { return 0 }
+    let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
+    let length = size * count
+    let accepted = transfer.receiveBody(UnsafeRawBufferPointer(start: data, count: length))
+    return accepted ? length : 0
+}
+
+private let transferHeaderCallback: ccurl_data_callback = { data, size, count, context in
+    guard let context else { return 0 }
+    let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
+    let length = size * count
+    data.withMemoryRebound(to: UInt8.self, capacity: length) { bytes in
+        transfer.receiveHeader(UnsafeBufferPointer(start: bytes, count: length))
+    }
+    return length
+}

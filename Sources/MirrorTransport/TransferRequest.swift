@@ -1,0 +1,76 @@
+import Foundation
+
+/// One HTTP request for the multi driver: what to fetch, with which limits, and where the body goes.
+///
+/// Defaults suit image downloads: a 10 s connect timeout, no total time limit (big images on slow
+/// links are fine as long as bytes keep coming), a stall floor of 1,000 bytes/s held for 20 s,
+/// a 100 MiB body limit, at most 5 redirects, `http`/`https` only, TLS always verified.
+public struct TransferRequest: Sendable {
+    /// Where the body of the final response goes.
+    public enum Destination: Sendable {
+        /// Keep the body in memory (`HTTPResponse.body`), whatever the status.
+        case memory
+        /// Append the body to an open file descriptor, which the caller owns and closes.
+        /// Only a 2xx body is written; any other status keeps its first 64 KiB in `HTTPResponse.body`.
+        case file(descriptor: Int32)
+        /// Hand each chunk of a 2xx body to a sink on the driver thread; other statuses as for `.file`.
+        case sink(any TransferSink)
+    }
+
+    /// Stall detection: the transfer fails with `.stalled` when fewer than `minimumBytesPerSecond`
+    /// arrive, averaged over `window`.
+    public struct StallPolicy: Sendable, Hashable {
+        /// The floor in bytes per second. Default 1,000.
+        public var minimumBytesPerSecond: Int
+        /// How long the rate may stay under the floor. Default 20 s.
+        public var window: Duration
+
+        public init(minimumBytesPerSecond: Int = 1_000, window: Duration = .seconds(20)) {
+            self.minimumBytesPerSecond = minimumBytesPerSecond
+            self.window = window
+        }
+    }
+
+    // MARK: What
+
+    /// The URL; only `http` and `https` are accepted.
+    public var url: URL
+    /// `GET` unless set; a non-nil `body` is sent as the request body.
+    public var method: String = "GET"
+    /// Extra request headers, in order.
+    public var headers: [(String, String)] = []
+    /// The request body for `POST`, if any.
+    public var body: Data?
+    /// The body's destination. Default `.memory`.
+    public var destination: Destination = .memory
+
+    // MARK: Limits
+
+    /// The `User-Agent` header. Default `mirror/<version> libcurl/<version>`.
+    public var userAgent: String = MirrorVersion.userAgent
+    /// Time allowed to resolve and connect. Default 10 s.
+    public var connectTimeout: Duration = .seconds(10)
+    /// A limit on the whole transfer, or nil for none (the default; the stall policy guards progress).
+    public var totalTimeout: Duration?
+    /// Stall detection. Default 1,000 bytes/s over 20 s.
+    public var stall: StallPolicy = StallPolicy()
+    /// The largest body accepted, enforced by Content-Length and while streaming. Default 100 MiB.
+    public var maximumBodyBytes: Int64 = 100 * 1024 * 1024
+    /// Redirects followed at most. Default 5.
+    public var maximumRedirects: Int = 5
+
+    public init(url: URL, destination: Destination = .memory) {
+        self.url = url
+        self.destination = destination
+    }
+}
+
+/// Receives the body of a successful (2xx) response as it streams in.
+///
+/// - Important: `write(_:)` runs on the multi driver's thread, between other transfers' I/O: it must
+///   be quick (hashing and a buffered `write(2)` are fine; fsync, validation and database work are not).
+///   Throwing aborts the transfer with `TransportError.destinationFailed`.
+public protocol TransferSink: AnyObject, Sendable {
+    /// Consumes the next chunk of the body.
+    func write(_ chunk: UnsafeRawBufferPointer) throws
+}
