@@ -69,8 +69,11 @@ final class Transfer: @unchecked Sendable {
         try set(CURLOPT_LOW_SPEED_LIMIT, max(1, request.stall.minimumBytesPerSecond))
         try set(CURLOPT_LOW_SPEED_TIME, max(1, Int(request.stall.window.components.seconds)))
         try check(ccurl_easy_setopt_off_t(handle, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(request.maximumBodyBytes)))
-        // Over HTTPS, wait for ALPN so that HTTP/2 streams share one connection.
-        try set(CURLOPT_PIPEWAIT, 1)
+        // Over HTTPS, wait for ALPN so that HTTP/2 streams share one connection. Not over plain HTTP:
+        // there is no HTTP/2 to wait for, and waiting makes curl open extra HTTP/1.1 connections.
+        if request.url.scheme?.lowercased() == "https" {
+            try set(CURLOPT_PIPEWAIT, 1)
+        }
         try set(CURLOPT_PRIVATE, pointer: UnsafeMutableRawPointer(bitPattern: id))
 
         let context = Unmanaged.passUnretained(self).toOpaque()
@@ -233,7 +236,7 @@ final class Transfer: @unchecked Sendable {
         case CURLE_TOO_MANY_REDIRECTS:
             return .tooManyRedirects(limit: request.maximumRedirects)
         case CURLE_UNSUPPORTED_PROTOCOL:
-            return .disallowedProtocol(url: string(CURLINFO_REDIRECT_URL) ?? request.url.absoluteString)
+            return .disallowedProtocol(url: refusedRedirectTarget() ?? request.url.absoluteString)
         case CURLE_FILESIZE_EXCEEDED:
             return .tooLarge(limit: request.maximumBodyBytes)
         case CURLE_PARTIAL_FILE:
@@ -251,6 +254,13 @@ final class Transfer: @unchecked Sendable {
         default:
             return .other(curlError)
         }
+    }
+
+    /// The `Location` a refused redirect pointed at, resolved against the URL that sent it.
+    private func refusedRedirectTarget() -> String? {
+        guard let location = headers.last(where: { $0.name == "location" })?.value else { return nil }
+        let base = string(CURLINFO_EFFECTIVE_URL).flatMap(URL.init(string:)) ?? request.url
+        return URL(string: location, relativeTo: base)?.absoluteString ?? location
     }
 
     // MARK: Helpers
