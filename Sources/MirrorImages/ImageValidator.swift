@@ -1,0 +1,97 @@
+import Foundation
+
+/// Decides whether downloaded bytes are a complete image, and reads its format and size from the headers.
+///
+/// Validation never decodes pixels. It recognises the format from magic bytes (see ``ImageFormat``), reads
+/// the dimensions from the header, refuses images with more than ``pixelLimit`` pixels (a decompression
+/// bomb guard), and walks the container's structure to its end marker to prove the body is not truncated:
+/// JPEG segments to EOI, PNG chunks to IEND, GIF blocks to the trailer, WebP chunks to the RIFF size, BMP
+/// pixel data, TIFF strips and tiles, and AVIF/HEIF boxes and item extents. Bodies that are not images are
+/// described too — empty, an HTML page, JSON or XML text — so a CLI can say why a download was refused.
+///
+/// The cost is linear in the number of segments, chunks or blocks (JPEG entropy-coded data is searched
+/// with `memchr`), with no allocation per byte or per block; all reads are bounds-checked, so hostile input
+/// can only produce an ``ImageRejection``, never a trap. The validator is a plain value: copy it freely and
+/// use it from any thread.
+///
+/// ```swift
+/// let validator = ImageValidator()                 // 200-megapixel limit
+/// do {
+///     let info = try validator.validate(body)
+///     print("\(info.format.displayName) \(info.width)x\(info.height)")
+/// } catch {
+///     print("skipped: \(error)")                   // "skipped: truncated JPEG: no EOI marker"
+/// }
+/// ```
+public struct ImageValidator: Sendable {
+    /// The default ``pixelLimit``: 200 megapixels (for example 20,000 × 10,000).
+    public static let defaultPixelLimit = 200_000_000
+
+    /// The most pixels (`width × height`) an image may declare; larger ones are rejected with
+    /// ``ImageRejection/tooManyPixels(width:height:limit:)``. Defaults to ``defaultPixelLimit``.
+    public var pixelLimit: Int
+
+    /// Creates a validator.
+    ///
+    /// - Parameter pixelLimit: The most pixels an image may declare; defaults to 200,000,000.
+    public init(pixelLimit: Int = ImageValidator.defaultPixelLimit) {
+        self.pixelLimit = pixelLimit
+    }
+
+    /// Validates a complete body.
+    ///
+    /// - Parameter data: The whole downloaded body. Slices are fine.
+    /// - Returns: The image's format, dimensions and, where cheap, frame count.
+    /// - Throws: ``ImageRejection`` saying why the bytes are not a complete image within the pixel limit.
+    public func validate(_ data: Data) throws(ImageRejection) -> ImageInfo {
+        let result = data.withUnsafeBytes { buffer in
+            Result { () throws(ImageRejection) -> ImageInfo in try validate(bytes: buffer) }
+        }
+        return try result.get()
+    }
+
+    /// Validates bytes in memory the caller owns, such as a fuzzer's input.
+    ///
+    /// - Parameter bytes: The whole body; only read during the call.
+    /// - Returns: The image's format, dimensions and, where cheap, frame count.
+    /// - Throws: ``ImageRejection`` saying why the bytes are not a complete image within the pixel limit.
+    public func validate(bytes: UnsafeRawBufferPointer) throws(ImageRejection) -> ImageInfo {
+        let view = ByteView(bytes)
+        guard let format = Sniffing.format(of: view) else {
+            throw Sniffing.rejection(forNonImage: view)
+        }
+        switch format {
+        case .jpeg: return try JPEGParser.parse(view, pixelLimit: pixelLimit)
+        case .png: return try PNGParser.parse(view, pixelLimit: pixelLimit)
+        case .gif: return try GIFParser.parse(view, pixelLimit: pixelLimit)
+        case .webp: return try WebPParser.parse(view, pixelLimit: pixelLimit)
+        case .bmp: return try BMPParser.parse(view, pixelLimit: pixelLimit)
+        case .tiff: return try TIFFParser.parse(view, pixelLimit: pixelLimit)
+        case .avif, .heif: return try ISOBMFFParser.parse(view, format: format, pixelLimit: pixelLimit)
+        }
+    }
+
+    /// Validates a file on disk, memory-mapping it so a large file is not copied into memory.
+    ///
+    /// - Parameter url: A file URL.
+    /// - Returns: The image's format, dimensions and, where cheap, frame count.
+    /// - Throws: The file system's error if the file cannot be read, otherwise ``ImageRejection``.
+    /// - Important: The file must not be truncated by another process while it is mapped; a mapped read
+    ///   past a shrunken file's end raises `SIGBUS`. Validate files this process owns, such as its own
+    ///   temporary downloads.
+    public func validate(fileAt url: URL) throws -> ImageInfo {
+        let data = try Data(contentsOf: url, options: .alwaysMapped)
+        return try validate(data)
+    }
+
+    /// The format whose signature starts `prefix`, or nil; for deciding early, from the first bytes of a
+    /// response, whether a download is worth finishing.
+    ///
+    /// Twelve bytes are enough for every format except AVIF/HEIF files whose decisive brand is among the
+    /// compatible brands, which need the whole `ftyp` box (usually under 40 bytes). A shorter prefix
+    /// returns nil rather than guessing. Matching a signature says nothing about validity: call
+    /// ``validate(_:)`` on the finished body.
+    public static func sniff(_ prefix: Data) -> ImageFormat? {
+        prefix.withUnsafeBytes { Sniffing.format(of: ByteView($0)) }
+    }
+}
