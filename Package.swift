@@ -50,7 +50,7 @@ let package = Package(
         ),
         .testTarget(name: "MirrorTransportTests", dependencies: ["MirrorTransport", "MirrorTestSupport"]),
         .testTarget(name: "MirrorImagesTests", dependencies: ["MirrorImages"], resources: [.copy("Samples")]),
-        .testTarget(name: "MirrorKitTests", dependencies: ["MirrorKit", "MirrorTestSupport"]),
+        .testTarget(name: "MirrorKitTests", dependencies: ["MirrorKit", "MirrorTestSupport"], resources: [.copy("Fixtures")]),
         .testTarget(name: "MirrorTestSupportTests", dependencies: ["MirrorTestSupport"]),
         .testTarget(name: "mirrorTests", dependencies: ["MirrorTestSupport"]),
     ],

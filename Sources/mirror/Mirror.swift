@@ -1,2 +1,21 @@
 import ArgumentParser
-@main struct Mirror: ParsableCommand {}
+import MirrorKit
+
+/// `mirror`: fills a folder with verified images found by a search query or listed in a URL file.
+@main
+struct Mirror: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "mirror",
+        abstract: "Fill a folder with verified images from a search query or a URL list: concurrently, politely, exactly, resumably.",
+        discussion: """
+        Examples:
+          mirror kittens --count 500 --out ./imgs
+          mirror urls list.txt --out ./imgs
+
+        Exit codes: 0 done · 1 runtime failure · 3 sources exhausted before the count · 4 configuration or key error · \
+        5 provider or network failure · 64 usage error · 75 folder locked by another run · 130 interrupted.
+        """,
+        version: MirrorKit.version,
+        subcommands: [Urls.self]
+    )
+}

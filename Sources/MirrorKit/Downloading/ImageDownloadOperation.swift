@@ -1,0 +1,125 @@
+import Foundation
+import MirrorImages
+import MirrorTransport
+import Synchronization
+
+/// One attempt at one image: a cancellable asynchronous `Operation` that streams the body into a
+/// temporary file in the destination folder (hashing as it goes), verifies the bytes, and finishes
+/// from its transfer's completion.
+///
+/// The transfer runs on the shared multi driver; this operation only holds a queue slot while it is in
+/// flight. Verification runs on the manager's verification queue, never on the driver thread.
+/// Cancelling cancels the transfer at once; the temporary file is always removed unless the outcome
+/// is a verified image, which then belongs to whoever publishes it.
+final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
+    /// How an attempt ended, with what the retry logic needs to know.
+    enum Outcome: Sendable {
+        case verified(VerifiedImage)
+        case failed(DownloadError, retryable: Bool, retryAfter: Duration?, throttled: Bool)
+    }
+
+    let request: DownloadRequest
+    let attempt: Int
+    private let context: DownloadContext
+    private let completion: @Sendable (Outcome) -> Void
+    // The only mutable state; the Mutex guards it.
+    private let transfer = Mutex<TransferTask?>(nil)
+
+    init(request: DownloadRequest, attempt: Int, context: DownloadContext, completion: @escaping @Sendable (Outcome) -> Void) {
+        self.request = request
+        self.attempt = attempt
+        self.context = context
+        self.completion = completion
+    }
+
+    override func cancel() {
+        super.cancel()
+        transfer.withLock { $0 }?.cancel()
+    }
+
+    override func execute() {
+        if let cached = context.cachedImage(for: request) {
+            end(cached)
+            return
+        }
+        let temporary: AtomicFile.Temporary
+        do {
+            temporary = try AtomicFile.makeTemporary(in: request.directory)
+        } catch {
+            end(.failed(.filesystem(error), retryable: false, retryAfter: nil, throttled: false))
+            return
+        }
+        let sink = HashingFileSink(descriptor: temporary.descriptor)
+        var transferRequest = context.transferTemplate
+        transferRequest.url = request.url
+        transferRequest.destination = .sink(sink)
+        context.emit(.started(request.url, attempt: attempt))
+        let task = context.driver.start(transferRequest) { [self] result in
+            // Off the driver thread before anything touches the disk.
+            context.verifyQueue.async {
+                self.end(self.conclude(result, sink: sink, temporary: temporary))
+            }
+        }
+        transfer.withLock { $0 = task }
+        if isCancelled { task.cancel() }
+    }
+
+    private func end(_ outcome: Outcome) {
+        finish()
+        completion(outcome)
+    }
+
+    private func conclude(_ result: Result<HTTPResponse, TransportError>, sink: HashingFileSink, temporary: AtomicFile.Temporary) -> Outcome {
+        close(temporary.descriptor)
+        let outcome = verify(result, sink: sink, temporary: temporary)
+        if case .failed = outcome { AtomicFile.remove(temporary.url) }
+        return outcome
+    }
+
+    private func verify(_ result: Result<HTTPResponse, TransportError>, sink: HashingFileSink, temporary: AtomicFile.Temporary) -> Outcome {
+        let response: HTTPResponse
+        switch result {
+        case .failure(.cancelled):
+            return .failed(.cancelled, retryable: false, retryAfter: nil, throttled: false)
+        case .failure(.destinationFailed) where sink.earlyRejection != nil:
+            return .failed(.rejected(sink.earlyRejection!), retryable: false, retryAfter: nil, throttled: false)
+        case let .failure(error):
+            return .failed(.transport(error), retryable: error.isTransient, retryAfter: nil, throttled: false)
+        case let .success(value):
+            response = value
+        }
+        context.emit(.bytes(request.url, response.bytesReceived))
+        guard response.isSuccess else {
+            let status = response.status
+            let retryAfter = (status == 429 || status == 503) ? response.retryAfter() : nil
+            let throttled = status == 429 || (status == 503 && retryAfter != nil)
+            return .failed(.statusUnacceptable(status), retryable: RetryPolicy.isRetryable(status: status), retryAfter: retryAfter, throttled: throttled)
+        }
+        let info: ImageInfo
+        do {
+            info = try context.validator.validate(fileAt: temporary.url)
+        } catch let rejection as ImageRejection {
+            // A cut-off body that curl did not flag (no Content-Length) is worth another try.
+            let retryable: Bool = if case .truncated = rejection { true } else { false }
+            return .failed(.rejected(rejection), retryable: retryable, retryAfter: nil, throttled: false)
+        } catch {
+            return .failed(.filesystem(FileError(operation: "read", path: temporary.url.path, code: EIO)), retryable: false, retryAfter: nil, throttled: false)
+        }
+        if let reason = request.filter?.rejection(for: info) {
+            return .failed(.filtered(reason), retryable: false, retryAfter: nil, throttled: false)
+        }
+        let image = VerifiedImage(
+            url: request.url,
+            effectiveURL: response.effectiveURL,
+            temporaryFile: temporary.url,
+            info: info,
+            bytes: sink.written,
+            sha256: sink.digest(),
+            source: .network,
+            attempts: attempt,
+            fetchedAt: Date()
+        )
+        context.storeInCache(image)
+        return .verified(image)
+    }
+}

@@ -1,0 +1,81 @@
+import Foundation
+import MirrorTransport
+
+/// When a failed download is tried again, and after how long.
+///
+/// Retries connect errors, timeouts, stalls, truncation, lost connections, 5xx, 408 and 429; never
+/// another 4xx, a policy refusal or an invalid image. The delay is exponential backoff with full
+/// jitter — uniform in `0...min(maximumDelay, baseDelay × 2^(attempt-1))` — and a `Retry-After`
+/// is never undercut: the delay is at least what the server asked for. A server that asks for more
+/// than `maximumRetryAfter` is taken at its word and the download fails instead of waiting.
+public struct RetryPolicy: Sendable, Hashable {
+    /// Retries after the first attempt. Default 3.
+    public var maximumRetries: Int
+    /// The first backoff ceiling. Default 0.5 s.
+    public var baseDelay: Duration
+    /// The largest backoff ceiling. Default 30 s.
+    public var maximumDelay: Duration
+    /// The longest `Retry-After` waited out. Default 5 minutes.
+    public var maximumRetryAfter: Duration
+
+    public init(
+        maximumRetries: Int = 3,
+        baseDelay: Duration = .milliseconds(500),
+        maximumDelay: Duration = .seconds(30),
+        maximumRetryAfter: Duration = .seconds(300)
+    ) {
+        self.maximumRetries = maximumRetries
+        self.baseDelay = baseDelay
+        self.maximumDelay = maximumDelay
+        self.maximumRetryAfter = maximumRetryAfter
+    }
+
+    /// What to do after a failed attempt.
+    public enum Decision: Sendable, Hashable {
+        case retry(after: Duration)
+        case giveUp
+    }
+
+    /// Decides whether attempt number `attempt` (1 for the first) is followed by another.
+    ///
+    /// - Parameters:
+    ///   - attempt: attempts made so far, including the failed one.
+    ///   - retryable: whether the failure is of a kind worth retrying (see `isRetryable`).
+    ///   - retryAfter: the server's `Retry-After`, if it sent one.
+    public func decision<R: RandomNumberGenerator>(
+        afterAttempt attempt: Int,
+        retryable: Bool,
+        retryAfter: Duration?,
+        using generator: inout R
+    ) -> Decision {
+        guard retryable, attempt <= maximumRetries else { return .giveUp }
+        if let retryAfter, retryAfter > maximumRetryAfter { return .giveUp }
+        let backoff = jitteredBackoff(attempt: attempt, using: &generator)
+        return .retry(after: max(backoff, retryAfter ?? .zero))
+    }
+
+    /// A full-jitter backoff for the given attempt.
+    public func jitteredBackoff<R: RandomNumberGenerator>(attempt: Int, using generator: inout R) -> Duration {
+        let ceiling = backoffCeiling(attempt: attempt)
+        let nanoseconds = Self.nanoseconds(ceiling)
+        guard nanoseconds > 0 else { return .zero }
+        return .nanoseconds(Int64.random(in: 0...nanoseconds, using: &generator))
+    }
+
+    /// `min(maximumDelay, baseDelay × 2^(attempt-1))`.
+    public func backoffCeiling(attempt: Int) -> Duration {
+        let exponent = min(max(attempt - 1, 0), 30)
+        let scaled = Double(Self.nanoseconds(baseDelay)) * pow(2, Double(exponent))
+        return min(maximumDelay, .nanoseconds(Int64(min(scaled, Double(Int64.max / 2)))))
+    }
+
+    /// Whether an HTTP status is worth retrying: 408, 429 and 5xx.
+    public static func isRetryable(status: Int) -> Bool {
+        status == 408 || status == 429 || (500..<600).contains(status)
+    }
+
+    private static func nanoseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+}

@@ -1,0 +1,96 @@
+import Foundation
+
+/// Files that appear whole or not at all: a temporary file in the destination folder, filled,
+/// synced, then linked into place under a name that must not exist yet.
+///
+/// Temporary files are named `.mirror-<random>.part`, are created with `O_EXCL | O_NOFOLLOW` (so a
+/// planted symlink is never followed) and are removed on every failure path. A run that was killed
+/// leaves at most such files, which `removeLeftovers(in:)` deletes.
+public enum AtomicFile {
+    /// The prefix and suffix of every temporary file mirror makes.
+    public static let temporaryPrefix = ".mirror-"
+    public static let temporarySuffix = ".part"
+
+    /// An open temporary file inside a folder.
+    public struct Temporary: Sendable {
+        public let url: URL
+        public let descriptor: Int32
+    }
+
+    /// Creates a new temporary file in `directory`, never following a symlink.
+    public static func makeTemporary(in directory: URL) throws(FileError) -> Temporary {
+        for _ in 0..<8 {
+            let name = temporaryPrefix + randomToken() + temporarySuffix
+            let url = directory.appendingPathComponent(name, isDirectory: false)
+            let descriptor = open(url.path, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0o644)
+            if descriptor >= 0 { return Temporary(url: url, descriptor: descriptor) }
+            if errno != EEXIST { throw FileError(operation: "create a temporary file in", path: directory.path, code: errno) }
+        }
+        throw FileError(operation: "create a temporary file in", path: directory.path, code: EEXIST)
+    }
+
+    /// Flushes a file's data to the disk.
+    public static func sync(_ descriptor: Int32, path: String) throws(FileError) {
+        if fsync(descriptor) != 0 { throw FileError(operation: "sync", path: path, code: errno) }
+    }
+
+    /// Flushes a folder's entries (the renames and links in it) to the disk.
+    public static func syncDirectory(_ directory: URL) throws(FileError) {
+        let descriptor = open(directory.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw FileError(operation: "open", path: directory.path, code: errno) }
+        defer { close(descriptor) }
+        if fsync(descriptor) != 0 { throw FileError(operation: "sync", path: directory.path, code: errno) }
+    }
+
+    /// Moves a temporary file to `destination`, failing with `EEXIST` rather than replacing a file.
+    ///
+    /// `link(2)` then `unlink(2)`: at every instant the destination either does not exist or is the
+    /// whole file, and an existing file is never overwritten.
+    public static func publish(_ temporary: URL, as destination: URL) throws(FileError) {
+        if link(temporary.path, destination.path) != 0 {
+            throw FileError(operation: "save", path: destination.path, code: errno)
+        }
+        unlink(temporary.path)
+    }
+
+    /// Deletes a file, ignoring a missing one.
+    public static func remove(_ url: URL) {
+        unlink(url.path)
+    }
+
+    /// Removes temporary files a killed run left in `directory`; returns how many.
+    @discardableResult
+    public static func removeLeftovers(in directory: URL) -> Int {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path) else { return 0 }
+        var removed = 0
+        for name in names where name.hasPrefix(temporaryPrefix) && name.hasSuffix(temporarySuffix) {
+            if unlink(directory.appendingPathComponent(name).path) == 0 { removed += 1 }
+        }
+        return removed
+    }
+
+    private static func randomToken() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return String(UInt64.random(in: 0...UInt64.max, using: &generator), radix: 36)
+    }
+}
+
+/// A failed file-system call: what was being done, to which path, and the `errno`.
+public struct FileError: Error, Sendable, Hashable, CustomStringConvertible {
+    public let operation: String
+    public let path: String
+    public let code: Int32
+
+    public init(operation: String, path: String, code: Int32) {
+        self.operation = operation
+        self.path = path
+        self.code = code
+    }
+
+    /// Whether the error says the disk (or the file size limit) is full.
+    public var isOutOfSpace: Bool { code == ENOSPC || code == EDQUOT || code == EFBIG }
+
+    public var description: String {
+        "could not \(operation) \(path): \(String(cString: strerror(code)))"
+    }
+}

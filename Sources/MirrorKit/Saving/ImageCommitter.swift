@@ -1,0 +1,181 @@
+import Foundation
+import Synchronization
+
+/// Publishes verified images into an output folder in batches: no duplicate bytes, no clobbered
+/// names, never more than allowed, and crash-safe at every instant.
+///
+/// Images arrive from many threads; one serial queue publishes whatever has accumulated, so batches
+/// grow by themselves under load. For each batch: drop duplicates (by SHA-256, against the folder and
+/// within the batch) and anything beyond the admission limit; pick a free name for each survivor;
+/// fsync the files; write the batch to the journal; link each file into place; fsync the folder;
+/// append the manifest lines; clear the journal. A kill before the links leaves only temporary files
+/// (deleted next run); a kill after leaves files the journal names (verified and adopted next run).
+public final class ImageCommitter: Sendable {
+    /// How one image's publication ended.
+    public enum Outcome: Sendable, Equatable {
+        /// Published; the record is now in the manifest.
+        case saved(ManifestRecord)
+        /// The same bytes are already saved, in this file.
+        case duplicate(of: String)
+        /// Not admitted: the run already has all it needs.
+        case notAdmitted
+        /// The folder could not be written.
+        case failed(FileError)
+    }
+
+    /// One image waiting to be published.
+    public struct Item: Sendable {
+        public var image: VerifiedImage
+        /// The wanted file name stem; the extension comes from the format.
+        public var stem: String
+        /// Builds the manifest record once the file name is known.
+        public var record: @Sendable (_ fileName: String) -> ManifestRecord
+        public var completion: @Sendable (Outcome) -> Void
+
+        public init(
+            image: VerifiedImage, stem: String,
+            record: @escaping @Sendable (_ fileName: String) -> ManifestRecord,
+            completion: @escaping @Sendable (Outcome) -> Void
+        ) {
+            self.image = image
+            self.stem = stem
+            self.record = record
+            self.completion = completion
+        }
+    }
+
+    private struct State {
+        var pending: [Item] = []
+        var flushScheduled = false
+        var inFlight = 0
+        var admitted = 0
+        var drainWaiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    public let folder: OutputFolder
+    /// Whether files, the folder and the manifest are fsynced (power-loss durability). Default true.
+    public let isSyncEnabled: Bool
+    /// Images admitted at most in this run, or nil for no limit.
+    public let admissionLimit: Int?
+    private let queue = DispatchQueue(label: "mirror.commit")
+    private let state = Mutex(State())
+
+    public init(folder: OutputFolder, isSyncEnabled: Bool = true, admissionLimit: Int? = nil) {
+        self.folder = folder
+        self.isSyncEnabled = isSyncEnabled
+        self.admissionLimit = admissionLimit
+    }
+
+    /// Images published by this committer so far.
+    public var admittedCount: Int { state.withLock { $0.admitted } }
+
+    /// Queues an image for publication; its completion runs on the commit queue.
+    public func commit(_ item: Item) {
+        let schedule = state.withLock { state -> Bool in
+            state.pending.append(item)
+            state.inFlight += 1
+            defer { state.flushScheduled = true }
+            return !state.flushScheduled
+        }
+        if schedule { queue.async { self.flush() } }
+    }
+
+    /// Returns when every queued image has been published or refused.
+    public func drain() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done = state.withLock { state -> Bool in
+                if state.inFlight == 0 { return true }
+                state.drainWaiters.append(continuation)
+                return false
+            }
+            if done { continuation.resume() }
+        }
+    }
+
+    private func flush() {
+        let batch = state.withLock { state -> [Item] in
+            state.flushScheduled = false
+            defer { state.pending.removeAll(keepingCapacity: true) }
+            return state.pending
+        }
+        guard !batch.isEmpty else { return }
+        let outcomes = publish(batch)
+        for (item, outcome) in zip(batch, outcomes) {
+            item.completion(outcome)
+        }
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.inFlight -= batch.count
+            guard state.inFlight == 0 else { return [] }
+            defer { state.drainWaiters.removeAll() }
+            return state.drainWaiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    private func publish(_ batch: [Item]) -> [Outcome] {
+        var outcomes = [Outcome?](repeating: nil, count: batch.count)
+        var accepted: [(index: Int, name: String, record: ManifestRecord)] = []
+        var batchDigests: [String: String] = [:]
+        var batchNames: Set<String> = []
+        var admitted = state.withLock { $0.admitted }
+
+        for (index, item) in batch.enumerated() {
+            let digest = item.image.sha256
+            if let existing = folder.file(withSHA256: digest) ?? batchDigests[digest] {
+                outcomes[index] = .duplicate(of: existing)
+                continue
+            }
+            if let limit = admissionLimit, admitted >= limit {
+                outcomes[index] = .notAdmitted
+                continue
+            }
+            let name = freeName(for: item, avoiding: batchNames)
+            batchNames.insert(name)
+            batchDigests[digest] = name
+            admitted += 1
+            accepted.append((index, name, item.record(name)))
+        }
+
+        do {
+            if isSyncEnabled {
+                for entry in accepted { try syncFile(batch[entry.index].image.temporaryFile) }
+            }
+            try folder.writeJournal(accepted.map(\.record), sync: isSyncEnabled)
+            for entry in accepted {
+                try AtomicFile.publish(batch[entry.index].image.temporaryFile, as: folder.directory.appendingPathComponent(entry.name))
+            }
+            if isSyncEnabled { try AtomicFile.syncDirectory(folder.directory) }
+            try folder.appendToManifest(accepted.map(\.record), sync: isSyncEnabled)
+            for entry in accepted { outcomes[entry.index] = .saved(entry.record) }
+            state.withLock { $0.admitted = admitted }
+        } catch {
+            // Nothing of this batch reached the manifest; published files stay listed in the journal
+            // and are adopted by the next run, unpublished ones are deleted below.
+            for entry in accepted { outcomes[entry.index] = .failed(error) }
+        }
+        for (index, outcome) in outcomes.enumerated() {
+            if case .saved = outcome { continue }
+            AtomicFile.remove(batch[index].image.temporaryFile)
+        }
+        return outcomes.map { $0 ?? .notAdmitted }
+    }
+
+    private func freeName(for item: Item, avoiding batchNames: Set<String>) -> String {
+        let format = item.image.info.format
+        let plain = FileNaming.fileName(stem: item.stem, format: format)
+        if !batchNames.contains(plain) && !folder.isTaken(plain) { return plain }
+        let digest = item.image.sha256
+        for length in [8, 12, 16, 64] {
+            let name = FileNaming.fileName(stem: item.stem, format: format, suffix: String(digest.prefix(length)))
+            if !batchNames.contains(name) && !folder.isTaken(name) { return name }
+        }
+        return FileNaming.fileName(stem: item.stem, format: format, suffix: UUID().uuidString.lowercased())
+    }
+
+    private func syncFile(_ url: URL) throws(FileError) {
+        let descriptor = open(url.path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard descriptor >= 0 else { throw FileError(operation: "open", path: url.path, code: errno) }
+        defer { close(descriptor) }
+        try AtomicFile.sync(descriptor, path: url.path)
+    }
+}

@@ -1,0 +1,196 @@
+import Foundation
+import Synchronization
+
+/// An output folder as one run sees it: the lock, what is already saved (from `manifest.jsonl`),
+/// and the crash-safe way new images are published into it.
+///
+/// Opening a folder takes its lock, then reconciles it with its state: temporary files a killed run
+/// left are deleted; images that a kill published but kept out of the manifest (they are listed in
+/// the journal) are verified by hash and adopted; manifest lines whose file is gone are dropped. From
+/// then on the manifest and the files agree, and every later publish keeps them agreeing.
+public final class OutputFolder: Sendable {
+    /// What opening the folder had to repair.
+    public struct Reconciliation: Sendable, Hashable {
+        /// Temporary files of a killed run, deleted.
+        public var removedTemporaryFiles = 0
+        /// Published images a kill kept out of the manifest, verified and added to it.
+        public var adoptedFiles = 0
+        /// Manifest lines whose file no longer exists, dropped.
+        public var droppedRecords = 0
+    }
+
+    private struct State {
+        var records: [ManifestRecord] = []
+        var urls: Set<String> = []
+        var filesBySHA: [String: String] = [:]
+        var names: Set<String> = []
+    }
+
+    public let directory: URL
+    public let stateDirectory: URL
+    public let manifestURL: URL
+    let journalURL: URL
+    public let reconciliation: Reconciliation
+    private let lock: FolderLock
+    private let state = Mutex(State())
+
+    /// Opens (creating it if needed) and locks an output folder, then reconciles it.
+    ///
+    /// - Throws: `FolderLock.Held` when another run holds the folder; `FileError` when it cannot be
+    ///   created or written (the path is a file, the folder is read-only, …).
+    public init(directory: URL) throws {
+        let directory = directory.standardizedFileURL
+        self.directory = directory
+        stateDirectory = directory.appendingPathComponent(".mirror", isDirectory: true)
+        manifestURL = directory.appendingPathComponent("manifest.jsonl")
+        journalURL = stateDirectory.appendingPathComponent("journal.jsonl")
+        try Self.makeDirectory(directory)
+        try Self.makeDirectory(stateDirectory)
+        if access(directory.path, W_OK) != 0 {
+            throw FileError(operation: "write to", path: directory.path, code: errno)
+        }
+        lock = try FolderLock(at: stateDirectory.appendingPathComponent("lock"))
+
+        var repairs = Reconciliation()
+        repairs.removedTemporaryFiles = AtomicFile.removeLeftovers(in: directory) + AtomicFile.removeLeftovers(in: stateDirectory)
+        var records = ManifestRecord.read(from: manifestURL)
+        let known = Set(records.map(\.file))
+        for record in ManifestRecord.read(from: journalURL) where !known.contains(record.file) {
+            let file = directory.appendingPathComponent(record.file)
+            if let digest = try? sha256Hex(fileAt: file), digest == record.sha256 {
+                records.append(record)
+                repairs.adoptedFiles += 1
+            }
+        }
+        let present = records.filter { FileManager.default.fileExists(atPath: directory.appendingPathComponent($0.file).path) }
+        repairs.droppedRecords = records.count - present.count
+        if repairs.adoptedFiles > 0 || repairs.droppedRecords > 0 || ManifestRecord.hasTornLine(manifestURL) {
+            try Self.rewrite(manifestURL, with: present, in: stateDirectory)
+        }
+        try? FileManager.default.removeItem(at: journalURL)
+        reconciliation = repairs
+        state.withLock { state in
+            for record in present { Self.remember(record, in: &state) }
+        }
+    }
+
+    // MARK: What is saved
+
+    /// Images the manifest lists.
+    public var savedCount: Int { state.withLock { $0.records.count } }
+
+    /// All records, in manifest order.
+    public var records: [ManifestRecord] { state.withLock { $0.records } }
+
+    /// Whether an image from this URL (normalised with `CacheKey`) is already saved.
+    public func contains(url: URL) -> Bool {
+        let key = CacheKey(url: url).normalizedURL
+        return state.withLock { $0.urls.contains(key) }
+    }
+
+    /// The file already holding these bytes, if any.
+    public func file(withSHA256 digest: String) -> String? {
+        state.withLock { $0.filesBySHA[digest] }
+    }
+
+    /// Whether a file name is taken (by a saved image or anything else in the folder).
+    func isTaken(_ name: String) -> Bool {
+        if state.withLock({ $0.names.contains(name) }) { return true }
+        var info = stat()
+        return lstat(directory.appendingPathComponent(name).path, &info) == 0
+    }
+
+    // MARK: Publishing (used by ImageCommitter, one batch at a time)
+
+    /// Writes the journal of a batch about to be published: the records, with their final names.
+    func writeJournal(_ records: [ManifestRecord], sync: Bool) throws(FileError) {
+        var data = Data()
+        for record in records {
+            guard let line = try? record.jsonLine() else { continue }
+            data.append(line)
+        }
+        try Self.write(data, to: journalURL, flags: O_WRONLY | O_CREAT | O_TRUNC, sync: sync)
+    }
+
+    /// Appends a published batch to the manifest, then clears the journal.
+    func appendToManifest(_ records: [ManifestRecord], sync: Bool) throws(FileError) {
+        var data = Data()
+        for record in records {
+            guard let line = try? record.jsonLine() else { continue }
+            data.append(line)
+        }
+        try Self.write(data, to: manifestURL, flags: O_WRONLY | O_CREAT | O_APPEND, sync: sync)
+        state.withLock { state in
+            for record in records { Self.remember(record, in: &state) }
+        }
+        truncate(journalURL.path, 0)
+    }
+
+    // MARK: Helpers
+
+    private static func remember(_ record: ManifestRecord, in state: inout State) {
+        state.records.append(record)
+        if let url = URL(string: record.url) { state.urls.insert(CacheKey(url: url).normalizedURL) }
+        state.filesBySHA[record.sha256] = state.filesBySHA[record.sha256] ?? record.file
+        state.names.insert(record.file)
+    }
+
+    private static func makeDirectory(_ url: URL) throws(FileError) {
+        var info = stat()
+        if lstat(url.path, &info) == 0 {
+            if (info.st_mode & S_IFMT) == S_IFDIR { return }
+            throw FileError(operation: "use as a folder", path: url.path, code: ENOTDIR)
+        }
+        do {
+            try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        } catch {
+            let code = (error as NSError).code == NSFileWriteNoPermissionError ? EACCES : Int32(EIO)
+            throw FileError(operation: "create", path: url.path, code: access(url.deletingLastPathComponent().path, W_OK) != 0 ? EACCES : code)
+        }
+    }
+
+    private static func write(_ data: Data, to url: URL, flags: Int32, sync: Bool) throws(FileError) {
+        let descriptor = open(url.path, flags | O_CLOEXEC | O_NOFOLLOW, 0o644)
+        guard descriptor >= 0 else { throw FileError(operation: "open", path: url.path, code: errno) }
+        defer { close(descriptor) }
+        let written = data.withUnsafeBytes { bytes -> Int in
+            guard let base = bytes.baseAddress else { return 0 }
+            var offset = 0
+            while offset < bytes.count {
+                let count = Glibc.write(descriptor, base + offset, bytes.count - offset)
+                if count < 0 {
+                    if errno == EINTR { continue }
+                    return -1
+                }
+                offset += count
+            }
+            return offset
+        }
+        if written < 0 { throw FileError(operation: "write", path: url.path, code: errno) }
+        if sync, fsync(descriptor) != 0 { throw FileError(operation: "sync", path: url.path, code: errno) }
+    }
+
+    private static func rewrite(_ url: URL, with records: [ManifestRecord], in scratch: URL) throws(FileError) {
+        var data = Data()
+        for record in records {
+            guard let line = try? record.jsonLine() else { continue }
+            data.append(line)
+        }
+        let temporary = try AtomicFile.makeTemporary(in: scratch)
+        close(temporary.descriptor)
+        try write(data, to: temporary.url, flags: O_WRONLY | O_TRUNC, sync: true)
+        if rename(temporary.url.path, url.path) != 0 {
+            let code = errno
+            AtomicFile.remove(temporary.url)
+            throw FileError(operation: "replace", path: url.path, code: code)
+        }
+    }
+}
+
+extension ManifestRecord {
+    /// Whether a manifest ends in a partial line (a kill mid-append on a file system that allows it).
+    static func hasTornLine(_ url: URL) -> Bool {
+        guard let data = try? Data(contentsOf: url), let last = data.last else { return false }
+        return last != 0x0A
+    }
+}

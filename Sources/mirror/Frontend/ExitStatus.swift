@@ -1,0 +1,45 @@
+import ArgumentParser
+import Foundation
+import MirrorKit
+
+/// The documented exit codes; tests and cron jobs depend on them.
+enum ExitStatus: Int32 {
+    /// Done: the count was reached, the list was saved, or the folder was already up to date.
+    case success = 0
+    /// Any other runtime failure (the output folder cannot be written, …).
+    case failure = 1
+    /// The sources ran dry before the count (or some URLs of a list gave no image); what exists was saved.
+    case exhausted = 3
+    /// Configuration or authentication error: a missing or rejected key, a bad endpoint.
+    case configuration = 4
+    /// A provider or network failure that retries could not overcome.
+    case unavailable = 5
+    /// The command line was wrong.
+    case usage = 64
+    /// Another run holds the output folder's lock.
+    case locked = 75
+    /// Interrupted by SIGINT or SIGTERM.
+    case interrupted = 130
+
+    var exitCode: ExitCode { ExitCode(rawValue) }
+}
+
+/// Prints a one-line error to stderr in the tool's voice.
+func printError(_ message: String) {
+    FileHandle.standardError.write(Data("mirror: error: \(message)\n".utf8))
+}
+
+/// Maps a library error to its one-line message and exit status.
+func describe(_ error: any Error) -> (message: String, status: ExitStatus) {
+    switch error {
+    case let held as FolderLock.Held:
+        return ("\(held.description); wait for it to finish, or stop it first", .locked)
+    case let file as FileError:
+        if file.isOutOfSpace {
+            return ("\(file.description); free some space and run again (what was saved is kept)", .failure)
+        }
+        return ("\(file.description)", .failure)
+    default:
+        return (String(describing: error), .failure)
+    }
+}

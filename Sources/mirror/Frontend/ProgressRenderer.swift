@@ -1,0 +1,123 @@
+import Foundation
+import MirrorKit
+import Synchronization
+
+/// Shows a run's progress on stderr: a live status line on a terminal, one plain line per event
+/// otherwise (logs, cron mail), nothing but errors with `--quiet`.
+final class ProgressRenderer: Sendable {
+    enum Mode {
+        case live
+        case lines
+        case quiet
+    }
+
+    private struct State {
+        var saved = 0
+        var failed = 0
+        var bytes: Int64 = 0
+        var lastDraw = ContinuousClock.now - .seconds(1)
+        var drewLine = false
+    }
+
+    let mode: Mode
+    /// The number of images wanted, when there is one (search counts, list lengths).
+    let target: Int?
+    private let started = ContinuousClock.now
+    private let state = Mutex(State())
+
+    init(mode: Mode, target: Int?) {
+        self.mode = mode
+        self.target = target
+    }
+
+    /// Picks live on a terminal, lines otherwise, quiet when asked.
+    static func mode(quiet: Bool) -> Mode {
+        if quiet { return .quiet }
+        return isatty(STDERR_FILENO) == 1 ? .live : .lines
+    }
+
+    func saved(_ record: ManifestRecord, source: CacheSource) {
+        state.withLock {
+            $0.saved += 1
+            $0.bytes += record.bytes
+        }
+        let from = source == .network ? "" : " (from the \(source.rawValue) cache)"
+        report("saved \(record.file) (\(record.width)×\(record.height) \(record.format), \(Self.format(bytes: record.bytes)))\(from)")
+    }
+
+    func failed(_ url: URL, _ reason: String) {
+        state.withLock { $0.failed += 1 }
+        report("failed \(Self.redacted(url)): \(reason)")
+    }
+
+    func note(_ line: String) {
+        report(line)
+    }
+
+    /// Clears the live line before the final output.
+    func finish() {
+        guard mode == .live else { return }
+        let drew = state.withLock { $0.drewLine }
+        if drew { write("\r\u{1B}[K") }
+    }
+
+    private func report(_ line: String) {
+        switch mode {
+        case .quiet:
+            return
+        case .lines:
+            write(line + "\n")
+        case .live:
+            let now = ContinuousClock.now
+            let draw = state.withLock { state -> String? in
+                guard now - state.lastDraw >= .milliseconds(100) else { return nil }
+                state.lastDraw = now
+                state.drewLine = true
+                return statusLine(state, now: now)
+            }
+            if let draw { write("\r\u{1B}[K" + draw) }
+        }
+    }
+
+    private func statusLine(_ state: State, now: ContinuousClock.Instant) -> String {
+        let elapsed = max((now - started).seconds, 0.001)
+        let rate = Double(state.saved) / elapsed
+        var parts: [String] = []
+        if let target {
+            parts.append("saved \(state.saved)/\(target)")
+        } else {
+            parts.append("saved \(state.saved)")
+        }
+        parts.append(String(format: "%.1f img/s", rate))
+        parts.append(Self.format(bytes: state.bytes))
+        if let target, rate > 0, state.saved < target {
+            parts.append("ETA \(Int((Double(target - state.saved) / rate).rounded(.up)))s")
+        }
+        if state.failed > 0 { parts.append("\(state.failed) failed") }
+        return parts.joined(separator: " · ")
+    }
+
+    private func write(_ text: String) {
+        FileHandle.standardError.write(Data(text.utf8))
+    }
+
+    /// Human-readable bytes: 512 B, 12.3 KB, 4.5 MB, 1.2 GB.
+    static func format(bytes: Int64) -> String {
+        let value = Double(bytes)
+        switch value {
+        case ..<1_000: return "\(bytes) B"
+        case ..<1_000_000: return String(format: "%.1f KB", value / 1_000)
+        case ..<1_000_000_000: return String(format: "%.1f MB", value / 1_000_000)
+        default: return String(format: "%.2f GB", value / 1_000_000_000)
+        }
+    }
+
+    /// A URL for display, without query items that may carry keys.
+    static func redacted(_ url: URL) -> String {
+        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false), components.query != nil else {
+            return url.absoluteString
+        }
+        components.query = nil
+        return (components.string ?? url.absoluteString) + "?…"
+    }
+}

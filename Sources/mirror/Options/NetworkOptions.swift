@@ -1,0 +1,57 @@
+import ArgumentParser
+import MirrorKit
+
+/// Options shared by every command that downloads: how many at once, how long, how often.
+struct NetworkOptions: ParsableArguments {
+    @Option(help: "Downloads in flight at once (1–256).")
+    var concurrency: Int = 16
+
+    @Option(name: .customLong("per-host"), help: "Requests in flight per host at most (1–64).")
+    var perHost: Int = 6
+
+    @Option(name: .customLong("max-bytes"), help: "Largest image accepted, e.g. 20MB or 500KiB.")
+    var maxBytes: ByteSize = ByteSize(bytes: 50 * 1024 * 1024)
+
+    @Option(help: "Give up on one attempt after this many seconds (default: no limit; stalls are caught anyway).")
+    var timeout: Double?
+
+    @Option(help: "Retries of a failed download (0–10), with backoff and Retry-After honoured.")
+    var retries: Int = 3
+
+    func validate() throws {
+        guard (1...256).contains(concurrency) else { throw ValidationError("--concurrency must be between 1 and 256.") }
+        guard (1...64).contains(perHost) else { throw ValidationError("--per-host must be between 1 and 64.") }
+        guard (0...10).contains(retries) else { throw ValidationError("--retries must be between 0 and 10.") }
+        guard maxBytes.bytes >= 1024 else { throw ValidationError("--max-bytes must be at least 1KiB.") }
+        if let timeout, !(timeout > 0 && timeout <= 86_400) {
+            throw ValidationError("--timeout must be a number of seconds above 0.")
+        }
+    }
+
+    /// Applies these options to a download configuration.
+    func apply(to configuration: inout DownloadManager.Configuration) {
+        configuration.concurrency = concurrency
+        configuration.perHost = perHost
+        configuration.maximumBytes = maxBytes.bytes
+        configuration.timeout = timeout.map { .milliseconds(Int64($0 * 1000)) }
+        configuration.retry.maximumRetries = retries
+    }
+}
+
+/// Options of the on-disk cache.
+struct CacheOptions: ParsableArguments {
+    @Flag(name: .customLong("no-cache"), help: "Neither read nor write the cache.")
+    var noCache = false
+
+    @Option(name: .customLong("cache-dir"), help: "The cache folder (default: $XDG_CACHE_HOME/mirror or ~/.cache/mirror).")
+    var cacheDirectory: String?
+}
+
+/// How much a command prints.
+struct OutputOptions: ParsableArguments {
+    @Flag(help: "Print one JSON summary object on stdout at the end.")
+    var json = false
+
+    @Flag(name: .shortAndLong, help: "Print only errors (for cron).")
+    var quiet = false
+}

@@ -1,0 +1,106 @@
+import ArgumentParser
+import Foundation
+import MirrorKit
+
+/// `mirror urls FILE|- --out DIR`: bulk-downloads a list of image URLs.
+struct Urls: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Download a list of image URLs (one per line; blank lines and # comments ignored) into a folder.",
+        discussion: """
+        Saves only verified images, named after the URL's last path segment (sanitised; a short hash is \
+        added when names clash), skips what the folder already has, and writes DIR/manifest.jsonl.
+
+        Exit codes: 0 every URL is in the folder · 3 some URLs gave no image (4xx, not an image) · \
+        5 some failed on the network or server and may work later · 64 usage · 75 folder locked · 130 interrupted.
+        """
+    )
+
+    @Argument(help: "A file with one URL per line, or - for standard input.")
+    var list: String
+
+    @Option(name: .customLong("out"), help: "The output folder (created if missing).")
+    var output: String
+
+    @OptionGroup var network: NetworkOptions
+    @OptionGroup var cache: CacheOptions
+    @OptionGroup var outputOptions: OutputOptions
+
+    func run() async throws {
+        let text: String
+        do {
+            text = try readList()
+        } catch {
+            printError("cannot read the URL list \(list): \(error.localizedDescription)")
+            throw ExitStatus.usage.exitCode
+        }
+        let urls = URLList(parsing: text)
+        let renderer = ProgressRenderer(mode: ProgressRenderer.mode(quiet: outputOptions.quiet), target: urls.urls.count)
+        if !outputOptions.quiet {
+            for line in urls.invalidLines { FileHandle.standardError.write(Data("mirror: skipped \(line)\n".utf8)) }
+        }
+
+        var configuration = URLListJob.Configuration(directory: URL(fileURLWithPath: output))
+        network.apply(to: &configuration.downloads)
+        if !cache.noCache {
+            let directory = cache.cacheDirectory.map { URL(fileURLWithPath: $0) } ?? DiskCache.defaultDirectory()
+            configuration.downloads.cache = DiskCache(directory: directory)
+        }
+        let job = URLListJob(configuration: configuration)
+        let work = Task {
+            try await job.run(urls) { event in
+                switch event {
+                case let .saved(record, source): renderer.saved(record, source: source)
+                case let .failed(url, error): renderer.failed(url, error.description)
+                case let .duplicate(url, existing): renderer.note("duplicate of \(existing): \(ProgressRenderer.redacted(url))")
+                case .skipped: break
+                case let .retrying(url, attempt, delay, reason):
+                    renderer.note(String(format: "retrying %@ (attempt %d in %.1fs): %@", ProgressRenderer.redacted(url), attempt, delay.seconds, reason))
+                }
+            }
+        }
+        let interrupts = InterruptHandler { work.cancel() }
+        let summary: URLListJob.Summary
+        do {
+            summary = try await work.value
+        } catch {
+            renderer.finish()
+            let (message, status) = describe(error)
+            printError(message)
+            throw status.exitCode
+        }
+        renderer.finish()
+        report(summary, interrupted: interrupts.wasInterrupted)
+        throw exitStatus(for: summary, interrupted: interrupts.wasInterrupted).exitCode
+    }
+
+    private func readList() throws -> String {
+        if list == "-" {
+            return String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
+        }
+        return try String(contentsOfFile: list, encoding: .utf8)
+    }
+
+    private func report(_ summary: URLListJob.Summary, interrupted: Bool) {
+        if outputOptions.json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            if let data = try? encoder.encode(summary) {
+                FileHandle.standardOutput.write(data + Data("\n".utf8))
+            }
+        }
+        guard !outputOptions.quiet else { return }
+        var line = "\(summary.saved) saved, \(summary.skipped) already there, \(summary.duplicates) duplicates, \(summary.failed) failed"
+        if !summary.failures.isEmpty {
+            line += " (" + summary.failures.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")"
+        }
+        line += String(format: " in %.1fs", summary.seconds)
+        if interrupted { line += "; interrupted: run again to continue" }
+        FileHandle.standardError.write(Data((line + "\n").utf8))
+    }
+
+    private func exitStatus(for summary: URLListJob.Summary, interrupted: Bool) -> ExitStatus {
+        if interrupted { return .interrupted }
+        if summary.failed == 0 { return .success }
+        return summary.hasTransientFailures ? .unavailable : .exhausted
+    }
+}
