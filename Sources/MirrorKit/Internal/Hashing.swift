@@ -1,0 +1,47 @@
+import Crypto
+import Foundation
+
+/// The SHA-256 digest of `data`, as 64 lowercase hex digits.
+///
+/// Used for content addresses and cache file names. On Linux there is no CryptoKit, so this uses
+/// swift-crypto's `SHA256`, which has the same API.
+func sha256Hex(_ data: Data) -> String {
+    SHA256.hash(data: data).hexString
+}
+
+/// The SHA-256 digest of a string's UTF-8 bytes, as 64 lowercase hex digits.
+func sha256Hex(_ string: String) -> String {
+    sha256Hex(Data(string.utf8))
+}
+
+/// The SHA-256 digest of the file at `url`, as 64 lowercase hex digits.
+///
+/// Reads the file in 1 MiB chunks, so memory use stays flat however large the file is.
+///
+/// - Parameter url: A `file:` URL of a regular file.
+/// - Returns: The hex digest of the file's bytes.
+/// - Throws: The `FileHandle` error when the file cannot be opened or read.
+func sha256Hex(fileAt url: URL) throws -> String {
+    let handle = try FileHandle(forReadingFrom: url)
+    defer { try? handle.close() }
+    var hasher = SHA256()
+    let chunkSize = 1 << 20
+    while let chunk = try handle.read(upToCount: chunkSize), !chunk.isEmpty {
+        hasher.update(data: chunk)
+    }
+    return hasher.finalize().hexString
+}
+
+private extension Sequence<UInt8> {
+    /// The bytes as lowercase hex, two digits each.
+    var hexString: String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out = [UInt8]()
+        out.reserveCapacity(underestimatedCount * 2)
+        for byte in self {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}
