@@ -114,7 +114,7 @@ public enum BuiltinRoutes {
                 let key = name.lowercased()
                 object[key] = object[key].map { $0 + ", " + value } ?? value
             }
-            let json = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
+            let json = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
             return .ok(json, contentType: "application/json")
         case "/slow":
             let ms = number("ms", default: 1000)

@@ -27,8 +27,8 @@ public struct Response: Sendable {
     public enum Body: Sendable {
         /// The whole body at once, with `Content-Length`.
         case bytes(Data)
-        /// `Content-Length: data.count`, then `chunkSize` bytes every `interval`; the first piece goes one
-        /// `interval` after the head, so the body takes `ceil(count / chunkSize) * interval`.
+        /// `Content-Length: data.count`, then `chunkSize` (at least 1) bytes every `interval`; the first piece
+        /// goes one `interval` after the head, so the body takes `ceil(count / chunkSize) * interval`.
         case drip(Data, chunkSize: Int, interval: Duration)
         /// `Content-Length: declaredLength`, then `prefix`, then nothing: the connection stays open until the
         /// client gives up (or the server stops).

@@ -246,6 +246,7 @@ struct BuiltinRoutesTests {
         #expect(response.header("Content-Type") == "application/json")
         #expect(json?["user-agent"] == "mirror/1.0")
         #expect(json?["accept"] == "image/*")
+        #expect(String(decoding: response.body, as: UTF8.self).contains("mirror/1.0"))
         #expect(json?["x-dup"] == "a, b")
         #expect(json?["host"] == "127.0.0.1:\(server.port)")
     }

@@ -72,7 +72,10 @@ final class RawHTTPConnection {
         #else
         fd = socket(AF_INET, SOCK_STREAM, 0)
         #endif
-        guard fd >= 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
+        guard fd >= 0 else {
+            isClosed = true
+            throw POSIXError(.init(rawValue: errno) ?? .EIO)
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -84,7 +87,9 @@ final class RawHTTPConnection {
         }
         guard result == 0 else {
             let code = errno
-            sysClose(fd)
+            // A class whose init throws still runs deinit: mark the descriptor closed so it is not closed
+            // twice (a second close could hit a descriptor the server has since been given for a connection).
+            close()
             throw POSIXError(.init(rawValue: code) ?? .EIO)
         }
         setReceiveTimeout(receiveTimeout)

@@ -184,7 +184,7 @@ struct TestServerTests {
 
     @Test func latencyDelaysEveryHeadAndAddsToRouteLatency() throws {
         // Given
-        let server = try TestServer.start(latency: .milliseconds(150))
+        let server = try TestServer.start(latency: .milliseconds(300))
         defer { server.stop() }
         server.route("/later", Response(body: .bytes(Data("x".utf8)), latency: .milliseconds(150)))
         let connection = try RawHTTPConnection(port: server.port)
@@ -197,9 +197,9 @@ struct TestServerTests {
 
         // Then
         #expect(server.latency == .zero)
-        #expect(plain >= .milliseconds(150))
-        #expect(both >= .milliseconds(300))
-        #expect(none < .milliseconds(150))
+        #expect(plain >= .milliseconds(300))
+        #expect(both >= .milliseconds(450))
+        #expect(none < .milliseconds(300))
     }
 
     @Test func resetCountersForgetsRequestsButKeepsOpenConnections() throws {
@@ -236,6 +236,29 @@ struct TestServerTests {
         #expect(first.status == 200 && first.body == Array(DeterministicBytes.data(count: 4)))
         #expect(second.status == 201)
         #expect(server.connectionsAccepted == 1)
+    }
+
+    @Test func http10ClientsGetAClosedConnectionUnlessTheyAskForKeepAlive() throws {
+        // Given
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let keepAlive = try RawHTTPConnection(port: server.port)
+        let plain = try RawHTTPConnection(port: server.port)
+
+        // When
+        keepAlive.send("GET /bytes/3 HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+        let kept = keepAlive.readResponse()
+        keepAlive.send("GET /bytes/4 HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+        let again = keepAlive.readResponse()
+        plain.send("GET /bytes/5 HTTP/1.0\r\n\r\n")
+        let closed = plain.readResponse()
+
+        // Then
+        #expect(kept.header("Connection") == "keep-alive" && kept.body.count == 3)
+        #expect(again.body.count == 4)
+        #expect(closed.header("Connection") == "close" && closed.body.count == 5)
+        #expect(plain.readToEnd().end == .closed)
+        #expect(server.connectionsAccepted == 2)
     }
 
     @Test func headRequestsGetHeadersWithoutABody() throws {
