@@ -1,0 +1,63 @@
+import Foundation
+import MirrorImages
+@testable import MirrorKit
+import MirrorTestSupport
+import Synchronization
+
+/// A fresh temporary folder per test, removed when the value is dropped.
+final class TemporaryDirectory: Sendable {
+    let url: URL
+
+    init() {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("mirror-test-\(UUID().uuidString)", isDirectory: true)
+        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    /// Names of the files inside, hidden ones included.
+    var fileNames: [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? []).sorted()
+    }
+
+    /// Temporary files mirror left behind.
+    var temporaryFiles: [String] {
+        fileNames.filter { $0.hasPrefix(AtomicFile.temporaryPrefix) && $0.hasSuffix(AtomicFile.temporarySuffix) }
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(at: url)
+    }
+}
+
+/// A manager configured for fast tests: short backoff so retries do not slow the suite.
+func makeManager(_ configure: (inout DownloadManager.Configuration) -> Void = { _ in }) -> DownloadManager {
+    var configuration = DownloadManager.Configuration()
+    configuration.retry = RetryPolicy(maximumRetries: 3, baseDelay: .milliseconds(10), maximumDelay: .milliseconds(50))
+    configure(&configuration)
+    return DownloadManager(configuration: configuration)
+}
+
+/// Collects outcomes from many threads.
+final class Outcomes: Sendable {
+    private let results = Mutex<[URL: DownloadResult]>([:])
+
+    func record(_ url: URL, _ result: DownloadResult) {
+        results.withLock { $0[url] = result }
+    }
+
+    var all: [URL: DownloadResult] { results.withLock { $0 } }
+}
+
+/// Polls until a condition holds or the deadline passes.
+func eventually(within timeout: Duration = .seconds(10), _ condition: () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(10))
+    }
+    return condition()
+}
+
+extension Result {
+    var success: Success? { if case let .success(value) = self { value } else { nil } }
+    var failure: Failure? { if case let .failure(error) = self { error } else { nil } }
+}

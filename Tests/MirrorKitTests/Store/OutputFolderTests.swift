@@ -1,0 +1,179 @@
+import Foundation
+import MirrorImages
+@testable import MirrorKit
+import MirrorTestSupport
+import Testing
+
+@Suite("Output folder, publishing and the URL-list job", .serialized)
+struct OutputFolderTests {
+    private func verified(_ data: Data, in folder: URL, url: String) throws -> VerifiedImage {
+        let temporary = try AtomicFile.makeTemporary(in: folder)
+        _ = data.withUnsafeBytes { write(temporary.descriptor, $0.baseAddress, $0.count) }
+        close(temporary.descriptor)
+        let info = try ImageValidator().validate(data)
+        return VerifiedImage(
+            url: URL(string: url)!, effectiveURL: URL(string: url)!, temporaryFile: temporary.url, info: info,
+            bytes: Int64(data.count), sha256: sha256Hex(data), source: .network, attempts: 1, fetchedAt: Date()
+        )
+    }
+
+    private func commit(_ image: VerifiedImage, stem: String, to committer: ImageCommitter) async -> ImageCommitter.Outcome {
+        await withCheckedContinuation { continuation in
+            committer.commit(ImageCommitter.Item(
+                image: image, stem: stem,
+                record: { name in
+                    ManifestRecord(file: name, url: image.url.absoluteString, width: image.info.width, height: image.info.height,
+                                   bytes: image.bytes, sha256: image.sha256, format: image.info.format.rawValue, fetchedAt: image.fetchedAt)
+                },
+                completion: { continuation.resume(returning: $0) }
+            ))
+        }
+    }
+
+    @Test func publishesWithoutClobberingAndDropsDuplicates() async throws {
+        // Given a folder that already has a file named cat.png that is not ours
+        let directory = TemporaryDirectory()
+        try Data("someone else's".utf8).write(to: directory.url.appendingPathComponent("cat.png"))
+        let folder = try OutputFolder(directory: directory.url)
+        let committer = ImageCommitter(folder: folder)
+        let one = TestImages.png(width: 5, height: 5, seed: 1)
+        let two = TestImages.png(width: 5, height: 5, seed: 2)
+
+        // When two different images named cat and a copy of the first arrive
+        let first = await commit(try verified(one, in: directory.url, url: "http://a/cat.png"), stem: "cat", to: committer)
+        let second = await commit(try verified(two, in: directory.url, url: "http://b/cat.png"), stem: "cat", to: committer)
+        let copy = await commit(try verified(one, in: directory.url, url: "http://c/other.png"), stem: "other", to: committer)
+
+        // Then the stranger's file is untouched, both images are saved under distinct names, the copy is not
+        #expect(try String(contentsOf: directory.url.appendingPathComponent("cat.png"), encoding: .utf8) == "someone else's")
+        guard case let .saved(a) = first, case let .saved(b) = second else {
+            Issue.record("expected both saved, got \(first) and \(second)")
+            return
+        }
+        #expect(a.file == "cat-\(sha256Hex(one).prefix(8)).png")
+        #expect(b.file == "cat-\(sha256Hex(two).prefix(8)).png")
+        #expect(copy == .duplicate(of: a.file))
+        #expect(try Data(contentsOf: directory.url.appendingPathComponent(a.file)) == one)
+        #expect(ManifestRecord.read(from: folder.manifestURL).map(\.file) == [a.file, b.file])
+        #expect(directory.temporaryFiles.isEmpty)
+    }
+
+    @Test func neverAdmitsMoreThanTheLimit() async throws {
+        let directory = TemporaryDirectory()
+        let folder = try OutputFolder(directory: directory.url)
+        let committer = ImageCommitter(folder: folder, isSyncEnabled: false, admissionLimit: 3)
+        var saved = 0
+        for seed in 0..<6 {
+            let image = try verified(TestImages.png(width: 3, height: 3, seed: UInt64(seed)), in: directory.url, url: "http://x/\(seed).png")
+            if case .saved = await commit(image, stem: "\(seed)", to: committer) { saved += 1 }
+        }
+        #expect(saved == 3)
+        #expect(folder.savedCount == 3)
+        #expect(directory.temporaryFiles.isEmpty)
+        #expect(directory.fileNames.filter { $0.hasSuffix(".png") }.count == 3)
+    }
+
+    @Test func reopeningReconcilesWhatAKillLeft() async throws {
+        // Given a folder with one saved image, then the debris of a killed run:
+        let directory = TemporaryDirectory()
+        let png = TestImages.png(width: 6, height: 6, seed: 9)
+        let adopted = TestImages.png(width: 7, height: 7, seed: 10)
+        do {
+            let folder = try OutputFolder(directory: directory.url)
+            let committer = ImageCommitter(folder: folder)
+            _ = await commit(try verified(png, in: directory.url, url: "http://a/keep.png"), stem: "keep", to: committer)
+        }
+        // a temporary file, a published file the manifest never heard of (named in the journal),
+        // a journal entry whose file never appeared, and a torn last manifest line
+        try Data([1, 2, 3]).write(to: directory.url.appendingPathComponent(".mirror-abc.part"))
+        try adopted.write(to: directory.url.appendingPathComponent("late.png"))
+        let late = ManifestRecord(file: "late.png", url: "http://a/late.png", width: 7, height: 7, bytes: Int64(adopted.count), sha256: sha256Hex(adopted), format: "png", fetchedAt: Date())
+        let ghost = ManifestRecord(file: "ghost.png", url: "http://a/ghost.png", width: 1, height: 1, bytes: 1, sha256: String(repeating: "0", count: 64), format: "png", fetchedAt: Date())
+        try (late.jsonLine() + ghost.jsonLine()).write(to: directory.url.appendingPathComponent(".mirror/journal.jsonl"))
+        let handle = try FileHandle(forWritingTo: directory.url.appendingPathComponent("manifest.jsonl"))
+        handle.seekToEndOfFile()
+        handle.write(Data(#"{"file":"half"#.utf8))
+        try handle.close()
+
+        // When the folder is opened again
+        let folder = try OutputFolder(directory: directory.url)
+
+        // Then the debris is gone, the late file adopted, and the manifest agrees with the files
+        #expect(folder.reconciliation.removedTemporaryFiles == 1)
+        #expect(folder.reconciliation.adoptedFiles == 1)
+        #expect(folder.records.map(\.file) == ["keep.png", "late.png"])
+        #expect(ManifestRecord.read(from: folder.manifestURL).map(\.file) == ["keep.png", "late.png"])
+        #expect(!ManifestRecord.hasTornLine(folder.manifestURL))
+        #expect(directory.temporaryFiles.isEmpty)
+        #expect(folder.contains(url: URL(string: "http://a/late.png")!))
+    }
+
+    @Test func aSecondRunCannotTakeTheLock() throws {
+        let directory = TemporaryDirectory()
+        let first = try OutputFolder(directory: directory.url)
+        #expect(throws: FolderLock.Held.self) { try OutputFolder(directory: directory.url) }
+        withExtendedLifetime(first) {}
+    }
+
+    @Test func aFileIsNotAFolder() throws {
+        let directory = TemporaryDirectory()
+        let file = directory.url.appendingPathComponent("plain")
+        try Data().write(to: file)
+        #expect(throws: FileError(operation: "use as a folder", path: file.path, code: ENOTDIR)) { try OutputFolder(directory: file) }
+    }
+
+    @Test func twoThousandImagesWithTenPercentFaults() async throws {
+        // Given 2,000 URLs: 1,800 good images and 200 faults of mixed kinds
+        let server = try TestServer.start(latency: .milliseconds(2))
+        defer { server.stop() }
+        var lines: [String] = []
+        var good = Set<String>()
+        for index in 0..<2000 {
+            let path = "/img/\(index).png"
+            let image = TestImages.png(width: 16, height: 16, seed: UInt64(index))
+            switch index % 10 == 0 ? (index / 10) % 4 : -1 {
+            case 0: server.route(path, .status(404))
+            case 1: server.route(path, .ok(TestImages.htmlErrorPage, contentType: "image/png"))
+            case 2: server.route(path, Response(status: 200, body: .truncated(image.prefix(300), declaredLength: image.count)))
+            case 3: server.route(path, .status(500))
+            default:
+                server.route(path, .ok(image, contentType: "image/png"))
+                good.insert(sha256Hex(image))
+            }
+            lines.append(server.url(path).absoluteString)
+        }
+        let directory = TemporaryDirectory()
+        var configuration = URLListJob.Configuration(directory: directory.url)
+        configuration.downloads.concurrency = 64
+        configuration.downloads.perHost = 64
+        configuration.downloads.retry = RetryPolicy(maximumRetries: 1, baseDelay: .milliseconds(5), maximumDelay: .milliseconds(10))
+
+        // When the list runs
+        let summary = try await URLListJob(configuration: configuration).run(URLList(parsing: lines.joined(separator: "\n")))
+
+        // Then exactly the good images are saved, each valid, and nothing else is left
+        #expect(summary.saved == 1800)
+        #expect(summary.failed == 200)
+        #expect(summary.failures == ["http-404": 50, "not-image-html": 50, "truncated": 50, "http-500": 50])
+        let records = ManifestRecord.read(from: directory.url.appendingPathComponent("manifest.jsonl"))
+        #expect(Set(records.map(\.sha256)) == good)
+        let validator = ImageValidator()
+        for record in records {
+            let data = try Data(contentsOf: directory.url.appendingPathComponent(record.file))
+            #expect(sha256Hex(data) == record.sha256)
+            #expect((try? validator.validate(data)) != nil)
+        }
+        #expect(directory.fileNames.filter { !$0.hasPrefix(".") && $0 != "manifest.jsonl" }.count == 1800)
+        #expect(directory.temporaryFiles.isEmpty)
+
+        // And a second run downloads no image again
+        server.resetCounters()
+        let again = try await URLListJob(configuration: configuration).run(URLList(parsing: lines.joined(separator: "\n")))
+        #expect(again.saved == 0)
+        #expect(again.skipped == 1800)
+        #expect(server.requests.allSatisfy { request in
+            let index = Int(request.path.dropFirst(5).dropLast(4)) ?? -1
+            return index % 10 == 0
+        })
+    }
+}

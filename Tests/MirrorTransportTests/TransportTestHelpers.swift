@@ -1,0 +1,60 @@
+import Foundation
+import MirrorTestSupport
+@testable import MirrorTransport
+
+/// Runs one transfer and waits for its single completion.
+func fetch(_ driver: CurlMultiDriver, _ request: TransferRequest) async -> Result<HTTPResponse, TransportError> {
+    await withCheckedContinuation { continuation in
+        driver.start(request) { continuation.resume(returning: $0) }
+    }
+}
+
+func fetch(_ driver: CurlMultiDriver, _ url: URL, configure: (inout TransferRequest) -> Void = { _ in }) async -> Result<HTTPResponse, TransportError> {
+    var request = TransferRequest(url: url)
+    configure(&request)
+    return await fetch(driver, request)
+}
+
+extension Result {
+    var success: Success? { if case let .success(value) = self { value } else { nil } }
+    var failure: Failure? { if case let .failure(error) = self { error } else { nil } }
+}
+
+/// The number of threads in this process, from /proc/self/task.
+func threadCount() -> Int {
+    (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count) ?? -1
+}
+
+/// The number of open file descriptors in this process, from /proc/self/fd.
+func openDescriptorCount() -> Int {
+    (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1
+}
+
+/// A temporary file, removed when the test is done with it.
+final class TemporaryFile {
+    let url: URL
+    let descriptor: Int32
+
+    init() {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("mirror-transport-\(UUID().uuidString)")
+        descriptor = open(url.path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
+        precondition(descriptor >= 0, "could not create \(url.path)")
+    }
+
+    var contents: Data { (try? Data(contentsOf: url)) ?? Data() }
+
+    deinit {
+        Glibc.close(descriptor)
+        try? FileManager.default.removeItem(at: url)
+    }
+}
+
+/// Polls a condition until it holds or the deadline passes.
+func eventually(within timeout: Duration = .seconds(5), _ condition: () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(10))
+    }
+    return condition()
+}
