@@ -1,0 +1,112 @@
+import Foundation
+
+/// Valid image files made on the fly, for servers that must serve thousands of distinct images.
+///
+/// `png(width:height:seed:)` writes a real PNG: signature, IHDR, one IDAT of stored (uncompressed)
+/// deflate blocks with a correct Adler-32, IEND, and correct CRCs throughout. Pixels come from the
+/// seed, so different seeds give different bytes (and different SHA-256s) and the same seed gives the
+/// same file. `jpegLike` and friends give the broken bodies that fault tests need.
+public enum TestImages {
+    /// A valid 8-bit RGB PNG of the given size whose pixels derive from `seed`.
+    public static func png(width: Int, height: Int, seed: UInt64 = 0) -> Data {
+        var raw = Data(capacity: (width * 3 + 1) * height)
+        var state = seed &* 0x9E37_79B9_7F4A_7C15 &+ 1
+        for _ in 0..<height {
+            raw.append(0) // filter: none
+            for _ in 0..<(width * 3) {
+                state ^= state << 13
+                state ^= state >> 7
+                state ^= state << 17
+                raw.append(UInt8(truncatingIfNeeded: state))
+            }
+        }
+        var png = Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])
+        var header = Data()
+        header.appendBigEndian(UInt32(width))
+        header.appendBigEndian(UInt32(height))
+        header.append(contentsOf: [8, 2, 0, 0, 0]) // 8-bit, truecolour, deflate, no filter, no interlace
+        png.appendChunk("IHDR", header)
+        png.appendChunk("IDAT", zlibStored(raw))
+        png.appendChunk("IEND", Data())
+        return png
+    }
+
+    /// A PNG of roughly `bytes` bytes (at least a 1×1 image), square-ish, distinct per seed.
+    public static func png(approximateBytes bytes: Int, seed: UInt64) -> Data {
+        let pixels = max(1, bytes / 3)
+        let side = max(1, Int(Double(pixels).squareRoot()))
+        return png(width: side, height: max(1, pixels / side), seed: seed)
+    }
+
+    /// An HTML error page, as misconfigured servers send with `Content-Type: image/jpeg`.
+    public static let htmlErrorPage = Data("<!DOCTYPE html>\n<html><head><title>404 Not Found</title></head><body><h1>Not Found</h1><p>The requested image was not found on this server.</p></body></html>\n".utf8)
+
+    /// A PNG whose header claims 100000×100000 pixels (a decompression bomb); the body is tiny.
+    public static func pixelBomb() -> Data {
+        var png = png(width: 1, height: 1)
+        // IHDR data starts at 16: width then height, big-endian; fix the CRC after changing them.
+        var header = Data()
+        header.appendBigEndian(UInt32(100_000))
+        header.appendBigEndian(UInt32(100_000))
+        header.append(contentsOf: [8, 2, 0, 0, 0])
+        png.replaceSubrange(16..<29, with: header)
+        let crc = crc32(Data("IHDR".utf8) + header)
+        png.replaceSubrange(29..<33, with: withUnsafeBytes(of: crc.bigEndian) { Data($0) })
+        return png
+    }
+
+    // MARK: Encoding helpers
+
+    static func zlibStored(_ data: Data) -> Data {
+        var out = Data([0x78, 0x01])
+        var offset = 0
+        repeat {
+            let count = min(65_535, data.count - offset)
+            let final: UInt8 = offset + count >= data.count ? 1 : 0
+            out.append(final)
+            out.append(UInt8(count & 0xFF))
+            out.append(UInt8(count >> 8))
+            out.append(UInt8(~count & 0xFF))
+            out.append(UInt8((~count >> 8) & 0xFF))
+            out.append(data[data.startIndex + offset ..< data.startIndex + offset + count])
+            offset += count
+        } while offset < data.count
+        out.appendBigEndian(adler32(data))
+        return out
+    }
+
+    static func adler32(_ data: Data) -> UInt32 {
+        var a: UInt32 = 1
+        var b: UInt32 = 0
+        for byte in data {
+            a = (a + UInt32(byte)) % 65_521
+            b = (b + a) % 65_521
+        }
+        return (b << 16) | a
+    }
+
+    private static let crcTable: [UInt32] = (0..<256).map { index -> UInt32 in
+        var value = UInt32(index)
+        for _ in 0..<8 { value = (value & 1) != 0 ? 0xEDB8_8320 ^ (value >> 1) : value >> 1 }
+        return value
+    }
+
+    static func crc32(_ data: Data) -> UInt32 {
+        var crc: UInt32 = 0xFFFF_FFFF
+        for byte in data { crc = crcTable[Int((crc ^ UInt32(byte)) & 0xFF)] ^ (crc >> 8) }
+        return crc ^ 0xFFFF_FFFF
+    }
+}
+
+extension Data {
+    mutating func appendBigEndian(_ value: UInt32) {
+        Swift.withUnsafeBytes(of: value.bigEndian) { append(contentsOf: $0) }
+    }
+
+    mutating func appendChunk(_ type: String, _ payload: Data) {
+        appendBigEndian(UInt32(payload.count))
+        let typed = Data(type.utf8) + payload
+        append(typed)
+        appendBigEndian(TestImages.crc32(typed))
+    }
+}
