@@ -23,9 +23,15 @@ public final class CurlMultiDriver: Sendable {
     private let finished = DispatchSemaphore(value: 0)
 
     /// Starts the driver thread.
-    public init() {
+    ///
+    /// - Parameter maximumIdleConnections: open connections kept for reuse. Default 256. libcurl's own
+    ///   default is four times the number of transfers in the multi handle *at the moment a transfer
+    ///   ends*, so when completions outpace new work (a loaded machine, a slow producer) it closes
+    ///   connections that the next transfers would have reused; a fixed cache avoids that.
+    public init(maximumIdleConnections: Int = 256) {
         CurlRuntime.ensureInitialized()
         guard let multi = curl_multi_init() else { fatalError("curl_multi_init failed: out of memory") }
+        _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, max(1, maximumIdleConnections))
         inbox = Inbox(multi: multi)
         let loop = DriverLoop(multi: multi, inbox: inbox)
         let finished = self.finished

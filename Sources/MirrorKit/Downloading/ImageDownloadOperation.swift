@@ -37,6 +37,10 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
         transfer.withLock { $0 }?.cancel()
     }
 
+    override func didSkipExecution() {
+        completion(.failed(.cancelled, retryable: false, retryAfter: nil, throttled: false))
+    }
+
     override func execute() {
         if let cached = context.cachedImage(for: request) {
             end(cached)

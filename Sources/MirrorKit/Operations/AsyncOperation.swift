@@ -5,7 +5,8 @@ import Synchronization
 ///
 /// Subclasses override `execute()`, start their asynchronous work there, and call `finish()` exactly
 /// when it is done (extra calls are ignored). If the operation was cancelled before the queue
-/// started it, `execute()` is never called and the operation finishes at once.
+/// started it, `execute()` is never called: the operation finishes at once and `didSkipExecution()`
+/// runs instead, so that a subclass can still deliver its completion.
 ///
 /// - Important: On Linux, swift-corelibs-foundation has no KVO: `didChangeValue(forKey: "isFinished")`
 ///   is the call that tells the queue to free the slot, and the overridden `isFinished` must already
@@ -26,6 +27,7 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     override public final func start() {
         if isCancelled {
             finish(wasStarted: false)
+            didSkipExecution()
             return
         }
         willChangeValue(forKey: "isExecuting")
@@ -38,6 +40,10 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     open func execute() {
         finish()
     }
+
+    /// Called, after the operation finished, instead of `execute()` when it was cancelled before the
+    /// queue started it. Subclasses that promise a completion must report the cancellation here.
+    open func didSkipExecution() {}
 
     /// Marks the operation finished; only the first call has an effect.
     public final func finish() {
