@@ -8,7 +8,7 @@ import Synchronization
 /// grow by themselves under load. For each batch: drop duplicates (by SHA-256, against the folder and
 /// within the batch) and anything beyond the admission limit; pick a free name for each survivor;
 /// fsync the files; write the batch to the journal; link each file into place; fsync the folder;
-/// append the manifest lines; clear the journal. A kill before the links leaves only temporary files
+/// record the batch in the state database in one transaction; append the manifest lines; clear the journal. A kill before the links leaves only temporary files
 /// (deleted next run); a kill after leaves files the journal names (verified and adopted next run).
 public final class ImageCommitter: Sendable {
     /// How one image's publication ended.
@@ -28,17 +28,20 @@ public final class ImageCommitter: Sendable {
         public var image: VerifiedImage
         /// The wanted file name stem; the extension comes from the format.
         public var stem: String
+        /// Names the file from its 1-based index in the folder instead of `stem`, if set.
+        public var name: (@Sendable (_ index: Int) -> String)?
         /// Builds the manifest record once the file name is known.
         public var record: @Sendable (_ fileName: String) -> ManifestRecord
         public var completion: @Sendable (Outcome) -> Void
 
         public init(
-            image: VerifiedImage, stem: String,
+            image: VerifiedImage, stem: String, name: (@Sendable (_ index: Int) -> String)? = nil,
             record: @escaping @Sendable (_ fileName: String) -> ManifestRecord,
             completion: @escaping @Sendable (Outcome) -> Void
         ) {
             self.image = image
             self.stem = stem
+            self.name = name
             self.record = record
             self.completion = completion
         }
@@ -53,6 +56,8 @@ public final class ImageCommitter: Sendable {
     }
 
     public let folder: OutputFolder
+    /// The state database that records each published batch, if any.
+    public let store: StateStore?
     /// Whether files, the folder and the manifest are fsynced (power-loss durability). Default true.
     public let isSyncEnabled: Bool
     /// Images admitted at most in this run, or nil for no limit.
@@ -60,8 +65,9 @@ public final class ImageCommitter: Sendable {
     private let queue = DispatchQueue(label: "mirror.commit")
     private let state = Mutex(State())
 
-    public init(folder: OutputFolder, isSyncEnabled: Bool = true, admissionLimit: Int? = nil) {
+    public init(folder: OutputFolder, store: StateStore? = nil, isSyncEnabled: Bool = true, admissionLimit: Int? = nil) {
         self.folder = folder
+        self.store = store
         self.isSyncEnabled = isSyncEnabled
         self.admissionLimit = admissionLimit
     }
@@ -129,14 +135,14 @@ public final class ImageCommitter: Sendable {
                 outcomes[index] = .notAdmitted
                 continue
             }
-            let name = freeName(for: item, avoiding: batchNames)
+            let name = freeName(for: item, index: folder.savedCount + accepted.count + 1, avoiding: batchNames)
             batchNames.insert(name)
             batchDigests[digest] = name
             admitted += 1
             accepted.append((index, name, item.record(name)))
         }
 
-        do {
+        do throws(FileError) {
             if isSyncEnabled {
                 for entry in accepted { try syncFile(batch[entry.index].image.temporaryFile) }
             }
@@ -145,6 +151,13 @@ public final class ImageCommitter: Sendable {
                 try AtomicFile.publish(batch[entry.index].image.temporaryFile, as: folder.directory.appendingPathComponent(entry.name))
             }
             if isSyncEnabled { try AtomicFile.syncDirectory(folder.directory) }
+            // The database row before the manifest line: a kill in between leaves a row and a journal
+            // entry, and the next run adopts the file into the manifest (rows are inserted idempotently).
+            do {
+                try store?.insertImages(accepted.map(\.record))
+            } catch {
+                throw FileError(operation: "record the images in", path: folder.stateDirectory.appendingPathComponent("state.sqlite").path, code: EIO)
+            }
             try folder.appendToManifest(accepted.map(\.record), sync: isSyncEnabled)
             for entry in accepted { outcomes[entry.index] = .saved(entry.record) }
             state.withLock { $0.admitted = admitted }
@@ -160,16 +173,17 @@ public final class ImageCommitter: Sendable {
         return outcomes.map { $0 ?? .notAdmitted }
     }
 
-    private func freeName(for item: Item, avoiding batchNames: Set<String>) -> String {
+    private func freeName(for item: Item, index: Int, avoiding batchNames: Set<String>) -> String {
         let format = item.image.info.format
-        let plain = FileNaming.fileName(stem: item.stem, format: format)
+        let plain = item.name?(index) ?? FileNaming.fileName(stem: item.stem, format: format)
         if !batchNames.contains(plain) && !folder.isTaken(plain) { return plain }
+        let stem = String(plain.dropLast(format.fileExtension.count + 1))
         let digest = item.image.sha256
         for length in [8, 12, 16, 64] {
-            let name = FileNaming.fileName(stem: item.stem, format: format, suffix: String(digest.prefix(length)))
+            let name = FileNaming.fileName(stem: stem, format: format, suffix: String(digest.prefix(length)))
             if !batchNames.contains(name) && !folder.isTaken(name) { return name }
         }
-        return FileNaming.fileName(stem: item.stem, format: format, suffix: UUID().uuidString.lowercased())
+        return FileNaming.fileName(stem: stem, format: format, suffix: UUID().uuidString.lowercased())
     }
 
     private func syncFile(_ url: URL) throws(FileError) {

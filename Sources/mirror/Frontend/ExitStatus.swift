@@ -32,6 +32,14 @@ func printError(_ message: String) {
 /// Maps a library error to its one-line message and exit status.
 func describe(_ error: any Error) -> (message: String, status: ExitStatus) {
     switch error {
+    case let failure as MirrorJob.Failure:
+        switch failure {
+        case .configuration: return (failure.description, .configuration)
+        case .unavailable: return (failure.description, .unavailable)
+        case .unknownProvider, .ambiguousEndpoint: return (failure.description, .usage)
+        }
+    case is CancellationError:
+        return ("interrupted", .interrupted)
     case let held as FolderLock.Held:
         return ("\(held.description); wait for it to finish, or stop it first", .locked)
     case let file as FileError:

@@ -1,0 +1,200 @@
+import ArgumentParser
+import Foundation
+import MirrorImages
+import MirrorKit
+
+/// `mirror [search] <query> --count N --out DIR`: the main job.
+struct Search: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Fill a folder with exactly N verified images found by a search query (the default command).",
+        discussion: """
+        The folder ends with COUNT valid, distinct images (or all that the sources have, exit 3). Re-running \
+        a finished job makes no request; a higher --count fetches only the difference; a killed run resumes.
+
+        Providers (see 'mirror providers'): openverse and wikimedia need no key; flickr, giphy, google, pexels, \
+        unsplash and pixabay read their keys from the environment.
+        """
+    )
+
+    @Argument(help: "The search query (several words are joined with spaces).")
+    var query: [String]
+
+    @Option(help: "How many images the folder should hold (1–100000).")
+    var count: Int
+
+    @Option(name: .customLong("out"), help: "The output folder (created if missing).")
+    var output: String
+
+    @Option(name: .customLong("provider"), help: "Providers in chain order, comma-separated.")
+    var providers: String = ProviderRegistry.defaultNames.joined(separator: ",")
+
+    @Option(help: "Pages fetched per provider at most.")
+    var pages: Int?
+
+    @Option(help: "The full URL of the provider's search endpoint (one provider only); also MIRROR_<PROVIDER>_ENDPOINT.")
+    var endpoint: String?
+
+    @Option(name: .customLong("min-width"), help: "Skip images narrower than this.")
+    var minWidth: Int = 0
+
+    @Option(name: .customLong("min-height"), help: "Skip images shorter than this.")
+    var minHeight: Int = 0
+
+    @Option(name: .customLong("type"), help: "Wanted formats, comma-separated: jpeg,png,gif,webp,bmp,tiff,avif,heif.")
+    var types: String?
+
+    @Option(name: .customLong("license"), help: "Wanted licences, comma-separated (e.g. cc0,by,by-sa), for providers that filter by licence.")
+    var licenses: String?
+
+    @Option(help: "File name template: {provider} {id} {title} {index} {sha8} {ext}.")
+    var name: String?
+
+    @Flag(name: .customLong("dry-run"), help: "Print the image URLs that would be fetched, one a line; download nothing.")
+    var dryRun = false
+
+    @OptionGroup var network: NetworkOptions
+    @OptionGroup var cache: CacheOptions
+    @OptionGroup var outputOptions: OutputOptions
+
+    var queryText: String { query.joined(separator: " ").trimmingCharacters(in: .whitespaces) }
+
+    func validate() throws {
+        guard !queryText.isEmpty else { throw ValidationError("The query is empty: say what to search for, e.g. 'mirror kittens --count 50 --out ./imgs'.") }
+        guard (1...100_000).contains(count) else { throw ValidationError("--count must be between 1 and 100000.") }
+        if let pages, pages < 1 { throw ValidationError("--pages must be at least 1.") }
+        guard minWidth >= 0, minHeight >= 0 else { throw ValidationError("--min-width and --min-height cannot be negative.") }
+        for name in providerNames where !ProviderRegistry.names.contains(name) {
+            throw ValidationError("Unknown provider '\(name)'. Known: \(ProviderRegistry.names.joined(separator: ", ")).")
+        }
+        if providerNames.isEmpty { throw ValidationError("--provider needs at least one provider name.") }
+        if let endpoint {
+            guard let url = URL(string: endpoint), ["http", "https"].contains(url.scheme?.lowercased() ?? "") else {
+                throw ValidationError("--endpoint must be an http(s) URL.")
+            }
+            guard providerNames.count == 1 else { throw ValidationError("--endpoint needs exactly one --provider.") }
+        }
+        _ = try formats()
+        if let name { try NameTemplate.validate(name) }
+    }
+
+    var providerNames: [String] {
+        providers.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { !$0.isEmpty }
+    }
+
+    private func formats() throws -> Set<ImageFormat>? {
+        guard let types else { return nil }
+        var formats = Set<ImageFormat>()
+        for raw in types.split(separator: ",") {
+            let name = raw.trimmingCharacters(in: .whitespaces).lowercased()
+            let alias = ["jpg": "jpeg", "tif": "tiff", "heic": "heif"][name] ?? name
+            guard let format = ImageFormat(rawValue: alias) else {
+                throw ValidationError("Unknown --type '\(name)'. Known: \(ImageFormat.allCases.map(\.rawValue).joined(separator: ", ")).")
+            }
+            formats.insert(format)
+        }
+        return formats
+    }
+
+    func makeConfiguration() throws -> MirrorJob.Configuration {
+        var configuration = MirrorJob.Configuration(query: queryText, count: count, directory: URL(fileURLWithPath: output))
+        configuration.providers = providerNames
+        configuration.endpoint = endpoint.flatMap(URL.init(string:))
+        configuration.pageLimit = pages
+        let formats = try formats()
+        if minWidth > 0 || minHeight > 0 || formats != nil {
+            configuration.filter = ImageFilter(minimumWidth: minWidth, minimumHeight: minHeight, formats: formats)
+        }
+        configuration.licenses = licenses.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() } } ?? []
+        configuration.nameTemplate = name.map(NameTemplate.init)
+        network.apply(to: &configuration.downloads)
+        if !cache.noCache {
+            let directory = cache.cacheDirectory.map { URL(fileURLWithPath: $0) } ?? DiskCache.defaultDirectory()
+            configuration.downloads.cache = DiskCache(directory: directory)
+            configuration.pageCache = ImageCache(configuration: .init { $0.directory = directory })
+        }
+        return configuration
+    }
+
+    func run() async throws {
+        let job = MirrorJob(configuration: try makeConfiguration())
+        if dryRun {
+            try await runDry(job)
+            return
+        }
+        let renderer = ProgressRenderer(mode: ProgressRenderer.mode(quiet: outputOptions.quiet), target: count)
+        let work = Task {
+            try await job.run { event in
+                switch event {
+                case let .saved(record, source): renderer.saved(record, source: source)
+                case let .failed(url, error): renderer.failed(url, error.description)
+                case .duplicate, .filtered: break
+                case let .retrying(url, attempt, delay, reason):
+                    renderer.note(String(format: "retrying %@ (attempt %d in %.1fs): %@", ProgressRenderer.redacted(url), attempt, delay.seconds, reason))
+                }
+            }
+        }
+        let interrupts = InterruptHandler { work.cancel() }
+        let summary: MirrorJob.Summary
+        do {
+            summary = try await work.value
+        } catch {
+            renderer.finish()
+            let (message, status) = describe(error)
+            printError(message)
+            throw status.exitCode
+        }
+        renderer.finish()
+        var result = summary
+        result.interrupted = result.interrupted || interrupts.wasInterrupted
+        report(result)
+        throw status(of: result).exitCode
+    }
+
+    private func runDry(_ job: MirrorJob) async throws {
+        let work = Task { try await job.candidates() }
+        let interrupts = InterruptHandler { work.cancel() }
+        do {
+            for result in try await work.value {
+                print(result.imageURL.absoluteString)
+            }
+        } catch {
+            if interrupts.wasInterrupted { throw ExitStatus.interrupted.exitCode }
+            let (message, status) = describe(error)
+            printError(message)
+            throw status.exitCode
+        }
+    }
+
+    private func report(_ summary: MirrorJob.Summary) {
+        if outputOptions.json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            if let data = try? encoder.encode(summary) {
+                FileHandle.standardOutput.write(data + Data("\n".utf8))
+            }
+        }
+        guard !outputOptions.quiet else { return }
+        let line: String
+        if summary.upToDate {
+            line = "up to date: \(summary.total) images in \(output) (asked for \(summary.target)); nothing to fetch"
+        } else {
+            var text = "\(summary.saved) saved, \(summary.total)/\(summary.target) in \(output)"
+            text += ", \(summary.failed) failed, \(summary.duplicates) duplicates, \(summary.filtered) filtered"
+            text += ", \(summary.pages) pages"
+            text += String(format: " in %.1fs", summary.seconds)
+            if summary.interrupted {
+                text += "; interrupted: run the same command again to continue"
+            } else if summary.exhausted {
+                text += "; the sources ran dry before \(summary.target): everything they had was saved"
+            }
+            line = text
+        }
+        FileHandle.standardError.write(Data((line + "\n").utf8))
+    }
+
+    private func status(of summary: MirrorJob.Summary) -> ExitStatus {
+        if summary.interrupted { return .interrupted }
+        if summary.total >= summary.target { return .success }
+        return .exhausted
+    }
+}
