@@ -51,6 +51,8 @@ let package = Package(
             ]
         ),
         .executableTarget(name: "mirror-bench-server", dependencies: ["MirrorTestSupport"]),  // serves a folder with latency for scripts/bench
+        // Serves the APIEmulator on loopback for hand runs and scripts/demo; prints MIRROR_*_ENDPOINT and key variables.
+        .executableTarget(name: "mirror-emulator", dependencies: ["MirrorTestSupport"]),
         .testTarget(name: "MirrorTransportTests", dependencies: ["MirrorTransport", "MirrorTestSupport"]),
         .testTarget(name: "MirrorImagesTests", dependencies: ["MirrorImages"], resources: [.copy("Samples")]),
         .testTarget(name: "MirrorKitTests", dependencies: ["MirrorKit", "MirrorTestSupport"], resources: [.copy("Fixtures")]),
