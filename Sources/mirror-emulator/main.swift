@@ -80,28 +80,26 @@ while !arguments.isEmpty {
     }
 }
 
-let emulator: APIEmulator
+let server: TestServer
 do {
-    emulator = try APIEmulator.start(settings: settings)
+    server = try TestServer.start()
 } catch {
     fail("cannot start the server: \(error)")
 }
-
+// TestServer always binds a port the kernel picks; for --port a forwarder listens on the fixed one and the
+// emulator advertises it in endpoints and image URLs.
 let forwarder: PortForwarder?
 do {
-    forwarder = port == 0 ? nil : try PortForwarder(listenPort: port, targetPort: emulator.server.port)
+    forwarder = port == 0 ? nil : try PortForwarder(listenPort: port, targetPort: server.port)
 } catch {
+    server.stop()
     fail("cannot listen on 127.0.0.1:\(port): \(error)")
 }
-let publicBase = "http://127.0.0.1:\(port == 0 ? emulator.server.port : port)"
+let publicBase = "http://127.0.0.1:\(port == 0 ? server.port : port)"
+let emulator = APIEmulator(server: server, settings: settings, advertisedBaseURL: URL(string: publicBase))
 
-// With --port the server still binds a kernel-picked port and a forwarder listens on the fixed one; image
-// URLs in API responses use the server's own port, which is equally reachable.
-let internalBase = "http://127.0.0.1:\(emulator.server.port)"
 // One write, unbuffered, so a reader sees every line at once.
-let assignments = emulator.environment.sorted(by: { $0.key < $1.key }).map { key, value in
-    "\(key)=\(value.replacingOccurrences(of: internalBase, with: publicBase))\n"
-}
+let assignments = emulator.environment.sorted(by: { $0.key < $1.key }).map { key, value in "\(key)=\(value)\n" }
 FileHandle.standardOutput.write(Data(assignments.joined().utf8))
 let summary = settings.corpus.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key.rawValue) \($0.value.count)" }.joined(separator: ", ")
 FileHandle.standardError.write(Data("mirror-emulator: listening on \(publicBase); corpus \(summary); images \(settings.imageBytes.lowerBound)-\(settings.imageBytes.upperBound) bytes\n".utf8))

@@ -36,9 +36,13 @@ public final class APIEmulator: Sendable {
     let core: EmulatorCore
 
     /// Installs the emulator's routes on `server` (prefix routes `/<provider>/`, `/images/`, `/thumbs/`).
-    public init(server: TestServer, settings: Settings = Settings()) {
+    /// - Parameter advertisedBaseURL: The `scheme://host:port` that endpoints and image URLs name, for a server
+    ///   reached through a forwarder; defaults to the server's own `http://127.0.0.1:<port>`.
+    public init(server: TestServer, settings: Settings = Settings(), advertisedBaseURL: URL? = nil) {
         self.server = server
-        let core = EmulatorCore(baseURL: "http://127.0.0.1:\(server.port)", settings: settings)
+        var base = (advertisedBaseURL ?? server.baseURL).absoluteString
+        while base.hasSuffix("/") { base.removeLast() }
+        let core = EmulatorCore(baseURL: base, settings: settings)
         self.core = core
         for provider in Provider.allCases {
             server.route(prefix: provider.routePrefix) { request in core.handleProviderPath(provider, request) }
@@ -71,8 +75,8 @@ public final class APIEmulator: Sendable {
 
     // MARK: Endpoints
 
-    /// `http://127.0.0.1:<port>`.
-    public var baseURL: URL { server.baseURL }
+    /// `http://127.0.0.1:<port>` (or the advertised base URL).
+    public var baseURL: URL { URL(string: core.baseURL)! }
 
     /// The search endpoint of `provider` (a ``Provider`` raw value or alias); traps on an unknown name.
     public func endpoint(for provider: String) -> URL {
@@ -82,7 +86,7 @@ public final class APIEmulator: Sendable {
 
     /// The search endpoint of `provider`, e.g. `http://127.0.0.1:<port>/openverse/v1/images/`.
     public func endpoint(for provider: Provider) -> URL {
-        server.url(provider.endpointPath)
+        URL(string: core.baseURL + provider.endpointPath)!
     }
 
     /// `MIRROR_<NAME>_ENDPOINT` for all eight providers plus `FLICKR_API_KEY`, `GIPHY_API_KEY`, `GOOGLE_API_KEY`,
