@@ -7,8 +7,9 @@
 //
 // When ready it prints one KEY=VALUE line per environment variable (MIRROR_<NAME>_ENDPOINT for all eight,
 // FLICKR_API_KEY, GIPHY_API_KEY, GOOGLE_API_KEY, GOOGLE_CSE_ID, PEXELS_API_KEY, UNSPLASH_ACCESS_KEY,
-// PIXABAY_API_KEY), sorted, on stdout, so `eval "$(mirror-emulator | head -n 15)"`-style readers or `read`
-// loops can take them; values never contain spaces or quotes. Then it runs until SIGINT or SIGTERM.
+// PIXABAY_API_KEY), sorted, in one write on stdout; values never contain spaces or quotes, so a script can
+// redirect stdout to a file, wait for 15 lines and `export` each (see scripts/demo). Then it runs until
+// SIGINT or SIGTERM.
 //
 //   --port N              listen on 127.0.0.1:N (default 0: a free port the kernel picks)
 //   --latency-ms N        delay before every image response (default 0)
