@@ -198,6 +198,8 @@ public struct MirrorJob: Sendable {
         let feed = makeFeed(providers: providers, driver: driver)
         let skip = (try? store.permanentlyFailedURLs()) ?? []
         let tally = Locked(Summary())
+        // Downloads of this run that did not end in a saved image; they widen the in-flight margin.
+        let losses = Locked(0)
         let forwarder = Task {
             for await event in manager.events {
                 if case let .retrying(url, attempt, delay, reason) = event {
@@ -210,11 +212,13 @@ public struct MirrorJob: Sendable {
         var exhausted = false
         await withTaskGroup(of: Void.self) { group in
             var inFlight = 0
-            // A few more than the concurrency, so a failure is replaced at once, but never many more than needed.
-            let margin = max(2, min(configuration.downloads.concurrency, needed / 10 + 2))
             var seen = Set<String>()
             loop: while true {
                 let saved = committer.admittedCount
+                // In flight beyond what is still needed: none at first (so a clean run fetches exactly the
+                // difference), then one more for each download of this run that did not end in a saved
+                // image, up to the concurrency, so that where losses happen they are replaced ahead of time.
+                let margin = min(configuration.downloads.concurrency, losses.withLock { $0 })
                 if saved >= needed || Task.isCancelled { break }
                 if !exhausted && searchFailure == nil && inFlight < configuration.downloads.concurrency + margin && saved + inFlight < needed + margin {
                     do {
@@ -236,7 +240,8 @@ public struct MirrorJob: Sendable {
                         }
                         inFlight += 1
                         group.addTask {
-                            await download(result, manager: manager, committer: committer, store: store, tally: tally, onEvent: onEvent)
+                            let saved = await download(result, manager: manager, committer: committer, store: store, tally: tally, onEvent: onEvent)
+                            if !saved { losses.withLock { $0 += 1 } }
                         }
                         continue loop
                     } catch {
@@ -283,6 +288,10 @@ public struct MirrorJob: Sendable {
         var feedConfiguration = SearchFeed.Configuration()
         feedConfiguration.pageLimit = configuration.pageLimit
         feedConfiguration.retry = configuration.downloads.retry
+        // For tests, emulators and self-hosted endpoints only: the real APIs get their own pacing.
+        if let text = configuration.environment["MIRROR_API_INTERVAL_MS"], let milliseconds = Int(text), milliseconds >= 0 {
+            feedConfiguration.requestInterval = .milliseconds(milliseconds)
+        }
         let client = APIClient(driver: driver, cache: configuration.pageCache, retry: configuration.downloads.retry)
         return SearchFeed(providers: providers, query: searchQuery, client: client, configuration: feedConfiguration)
     }
@@ -307,11 +316,11 @@ public struct MirrorJob: Sendable {
     private func download(
         _ result: ImageResult, manager: DownloadManager, committer: ImageCommitter, store: StateStore,
         tally: Locked<Summary>, onEvent: @escaping @Sendable (Event) -> Void
-    ) async {
+    ) async -> Bool {
         let outcome = await manager.download(DownloadRequest(url: result.imageURL, directory: committer.folder.directory, filter: configuration.filter))
         switch outcome {
         case .failure(.cancelled):
-            return
+            return true
         case let .failure(.filtered(reason)):
             tally.withLock { $0.filtered += 1 }
             try? store.recordFailure(url: result.imageURL, provider: result.provider, reason: "filtered", isTransient: false)
@@ -345,11 +354,12 @@ public struct MirrorJob: Sendable {
             case let .saved(record):
                 tally.withLock { $0.bytes += record.bytes }
                 onEvent(.saved(record, source: image.source))
+                return true
             case .duplicate:
                 tally.withLock { $0.duplicates += 1 }
                 onEvent(.duplicate(result.imageURL))
             case .notAdmitted:
-                break
+                return true
             case let .failed(error):
                 tally.withLock {
                     $0.failed += 1
@@ -358,6 +368,7 @@ public struct MirrorJob: Sendable {
                 onEvent(.failed(result.imageURL, .filesystem(error)))
             }
         }
+        return false
     }
 
     static func record(for result: ImageResult, image: VerifiedImage, file: String, query: String) -> ManifestRecord {

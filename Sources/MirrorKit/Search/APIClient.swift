@@ -238,8 +238,9 @@ public final class APIClient: Sendable {
             throw .provider(error)
         }
         if cacheable, let cacheTTL, let cache, ProviderFailure.isSuccess(response.status) {
-            // Best effort: a page that cannot be cached is still a good page.
-            try? cache.storePage(response.body, for: key, ttl: cacheTTL)
+            // Best effort: a page that cannot be cached is still a good page. Some APIs echo request
+            // parameters (Google echoes `cx`), so credentials are scrubbed from the body before it is stored.
+            try? cache.storePage(Self.scrubbingCredentials(of: request, from: response.body), for: key, ttl: cacheTTL)
         }
         return (value, false)
     }
@@ -281,5 +282,36 @@ public final class APIClient: Sendable {
         pacingSlots.withLock { slots in
             slots[provider] = max(slots[provider] ?? earliest, earliest)
         }
+    }
+}
+
+extension APIClient {
+    /// Query items whose values are credentials, beyond the secret names `CacheKey` drops.
+    static let credentialQueryItems: Set<String> = ["cx"]
+
+    /// The body with every credential the request carried (secret query values, `Authorization` header
+    /// values) replaced, so that nothing written to the page cache holds a key.
+    static func scrubbingCredentials(of request: APIRequest, from body: Data) -> Data {
+        var secrets: [String] = []
+        if let items = URLComponents(url: request.url, resolvingAgainstBaseURL: false)?.queryItems {
+            for item in items {
+                let name = item.name.lowercased()
+                let isSecret = CacheKey.droppedQueryItemNames.contains(name) || credentialQueryItems.contains(name)
+                if isSecret, let value = item.value, value.count >= 4 { secrets.append(value) }
+            }
+        }
+        for (name, value) in request.headers where name.lowercased() == "authorization" {
+            let token = value.split(separator: " ").last.map(String.init) ?? value
+            if token.count >= 4 { secrets.append(token) }
+        }
+        guard !secrets.isEmpty else { return body }
+        var scrubbed = body
+        for secret in secrets {
+            let needle = Data(secret.utf8)
+            while let range = scrubbed.range(of: needle) {
+                scrubbed.replaceSubrange(range, with: Data("REDACTED".utf8))
+            }
+        }
+        return scrubbed
     }
 }

@@ -1,0 +1,116 @@
+import Foundation
+
+/// Runs the built `mirror` executable, as users and cron do, and captures what it prints.
+struct MirrorBinary {
+    struct Run {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    /// The `mirror` executable next to the test bundle (`.build/<configuration>/mirror`).
+    static var url: URL {
+        let products = Bundle.main.bundleURL
+        let candidates = [products.appendingPathComponent("mirror"), products.deletingLastPathComponent().appendingPathComponent("mirror")]
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) } ?? candidates[0]
+    }
+
+    /// Runs `mirror` with arguments, optional standard input and extra environment; waits for it to exit.
+    static func run(_ arguments: [String], stdin: String? = nil, environment: [String: String] = [:]) throws -> Run {
+        let process = try start(arguments, stdin: stdin, environment: environment)
+        let stdout = process.standardOutputData()
+        let stderr = process.standardErrorData()
+        process.process.waitUntilExit()
+        return Run(status: process.process.terminationStatus, stdout: String(decoding: stdout(), as: UTF8.self), stderr: String(decoding: stderr(), as: UTF8.self))
+    }
+
+    /// A running `mirror`, for tests that signal or kill it.
+    final class Running: @unchecked Sendable {
+        // Set once in `start`, then only read; the pipes' readers run on their own queues.
+        let process: Process
+        private let out = Pipe()
+        private let err = Pipe()
+        private let group = DispatchGroup()
+        private var outData = Data()
+        private var errData = Data()
+
+        init(process: Process) {
+            self.process = process
+            process.standardOutput = out
+            process.standardError = err
+        }
+
+        func beginReading() {
+            for (pipe, isOut) in [(out, true), (err, false)] {
+                group.enter()
+                DispatchQueue.global().async { [self] in
+                    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+                    if isOut { outData = data } else { errData = data }
+                    group.leave()
+                }
+            }
+        }
+
+        func standardOutputData() -> () -> Data {
+            { [self] in group.wait(); return outData }
+        }
+
+        func standardErrorData() -> () -> Data {
+            { [self] in group.wait(); return errData }
+        }
+
+        /// Waits for the exit and returns what it printed.
+        func finish() -> Run {
+            process.waitUntilExit()
+            group.wait()
+            return Run(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self), stderr: String(decoding: errData, as: UTF8.self))
+        }
+    }
+
+    static func start(_ arguments: [String], stdin: String? = nil, environment: [String: String] = [:]) throws -> Running {
+        let process = Process()
+        process.executableURL = url
+        process.arguments = arguments
+        var env = ProcessInfo.processInfo.environment
+        // Keep tests away from the user's cache unless a test asks for one.
+        env["XDG_CACHE_HOME"] = FileManager.default.temporaryDirectory.appendingPathComponent("mirror-e2e-cache-\(UUID().uuidString)").path
+        for (key, value) in environment { env[key] = value }
+        process.environment = env
+        let running = Running(process: process)
+        let input = Pipe()
+        process.standardInput = input
+        try process.run()
+        running.beginReading()
+        if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
+        try? input.fileHandleForWriting.close()
+        return running
+    }
+}
+
+/// A fresh temporary folder per test.
+final class TemporaryFolder: Sendable {
+    let url: URL
+
+    init() {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("mirror-e2e-\(UUID().uuidString)", isDirectory: true)
+        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    var path: String { url.path }
+
+    func file(_ name: String) -> URL { url.appendingPathComponent(name) }
+
+    /// Visible files (the images and the manifest).
+    var visibleFiles: [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? []).filter { !$0.hasPrefix(".") }.sorted()
+    }
+
+    /// Leftover temporary files.
+    var temporaryFiles: [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? []).filter { $0.hasSuffix(".part") }
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(at: url)
+    }
+}

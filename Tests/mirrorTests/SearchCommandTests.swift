@@ -1,0 +1,271 @@
+import Foundation
+import MirrorTestSupport
+import Testing
+
+/// `mirror <query>` end to end: the built binary against the emulated APIs on loopback.
+@Suite("mirror <query>, end to end", .serialized)
+struct SearchCommandTests {
+    /// An emulator with small images, and the environment that points mirror at it.
+    private func emulator(_ configure: (inout APIEmulator.Settings) -> Void = { _ in }) throws -> APIEmulator {
+        var settings = APIEmulator.Settings()
+        settings.imageBytes = 1_000...4_000
+        configure(&settings)
+        return try APIEmulator.start(settings: settings)
+    }
+
+    private func environment(_ emulator: APIEmulator, _ extra: [String: String] = [:]) -> [String: String] {
+        var environment = emulator.environment
+        environment["MIRROR_API_INTERVAL_MS"] = "0"
+        for (key, value) in extra { environment[key] = value }
+        return environment
+    }
+
+    private struct Manifest {
+        var lines: [[String: Any]]
+        var files: [String] { lines.compactMap { $0["file"] as? String } }
+        var shas: [String] { lines.compactMap { $0["sha256"] as? String } }
+        var urls: [String] { lines.compactMap { $0["url"] as? String } }
+    }
+
+    private func manifest(_ folder: TemporaryFolder) -> Manifest {
+        let text = (try? String(contentsOf: folder.file("manifest.jsonl"), encoding: .utf8)) ?? ""
+        return Manifest(lines: text.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        })
+    }
+
+    /// The manifest lists exactly the image files, each once, with distinct bytes, and nothing half-done remains.
+    private func expectConsistent(_ folder: TemporaryFolder, count: Int, sourceLocation: SourceLocation = #_sourceLocation) {
+        let manifest = manifest(folder)
+        let images = folder.visibleFiles.filter { $0 != "manifest.jsonl" }
+        #expect(manifest.files.count == count, sourceLocation: sourceLocation)
+        #expect(Set(manifest.files) == Set(images), sourceLocation: sourceLocation)
+        #expect(Set(manifest.shas).count == manifest.shas.count, sourceLocation: sourceLocation)
+        #expect(folder.temporaryFiles.isEmpty, sourceLocation: sourceLocation)
+    }
+
+    @Test func theDefaultChainReaches500AcrossOpenverseAndWikimedia() throws {
+        // Given Openverse (capped at 20 pages of 20) and Wikimedia, 30 of whose images are byte-identical to Openverse ones
+        let api = try emulator { $0.wikimediaOverlap = 30 }
+        defer { api.stop() }
+        let out = TemporaryFolder()
+
+        // When mirror asks for 500
+        let run = try MirrorBinary.run(["kittens", "--count", "500", "--out", out.path, "--json", "--quiet", "--no-cache"], environment: environment(api))
+
+        // Then it saves exactly 500, past the Openverse cap, with no content twice and no image fetched twice
+        #expect(run.status == 0, "stderr: \(run.stderr)")
+        expectConsistent(out, count: 500)
+        let providers = Set(manifest(out).lines.compactMap { $0["provider"] as? String })
+        #expect(providers == ["openverse", "wikimedia"])
+        #expect(api.apiRequests(provider: .openverse).allSatisfy { ($0.query["page"].flatMap(Int.init) ?? 1) <= 20 })
+        #expect(api.imagesRequestedMoreThanOnce.isEmpty)
+        let summary = try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any]
+        #expect(summary?["saved"] as? Int == 500)
+        #expect((summary?["duplicates"] as? Int ?? 0) >= 30)
+    }
+
+    @Test func theCountIsExactUnderFaults() throws {
+        // Given 15% of images failing in four ways, and API hiccups
+        let api = try emulator {
+            $0.imageFaults[.openverse] = .init(notFound: 0.05, htmlAsImage: 0.04, truncated: 0.03, serverErrorOnce: 0.03)
+        }
+        defer { api.stop() }
+        api.failNext(1, provider: .openverse)
+        api.malformedJSONNext(1, provider: .openverse)
+        let out = TemporaryFolder()
+
+        let run = try MirrorBinary.run(["kittens", "--count", "120", "--out", out.path, "--quiet", "--no-cache"], environment: environment(api))
+
+        #expect(run.status == 0, "stderr: \(run.stderr)")
+        expectConsistent(out, count: 120)
+        #expect(run.stderr.isEmpty)
+    }
+
+    @Test func aRerunIsANoOpAndAHigherCountFetchesTheDifference() throws {
+        let api = try emulator()
+        defer { api.stop() }
+        let out = TemporaryFolder()
+        let first = try MirrorBinary.run(["cats", "--count", "40", "--out", out.path, "--no-cache"], environment: environment(api))
+        #expect(first.status == 0, "stderr: \(first.stderr)")
+        expectConsistent(out, count: 40)
+
+        // Re-running the finished job makes no request at all
+        api.resetCounters()
+        let again = try MirrorBinary.run(["cats", "--count", "40", "--out", out.path, "--no-cache"], environment: environment(api))
+        #expect(again.status == 0)
+        #expect(again.stderr.contains("up to date"))
+        #expect(api.totalAPIRequests == 0)
+        #expect(api.totalImageRequests == 0)
+
+        // A higher count fetches only the difference
+        let before = Set(manifest(out).urls)
+        let more = try MirrorBinary.run(["cats", "--count", "65", "--out", out.path, "--no-cache"], environment: environment(api))
+        #expect(more.status == 0, "stderr: \(more.stderr)")
+        expectConsistent(out, count: 65)
+        #expect(api.totalImageRequests == 25)
+        #expect(before.isSubset(of: Set(manifest(out).urls)))
+        let history = try MirrorBinary.run(["history", "--out", out.path, "--json"])
+        let searches = try JSONSerialization.jsonObject(with: Data(history.stdout.utf8)) as? [[String: Any]]
+        #expect(searches?.first?["query"] as? String == "cats")
+        #expect(searches?.first?["runs"] as? Int == 3)
+        #expect(searches?.first?["saved"] as? Int == 65)
+    }
+
+    @Test func killedAtRandomMomentsItResumesExactly() throws {
+        // Given slow images, so that kills land mid-transfer, mid-commit and mid-search
+        let api = try emulator { $0.imageLatency = .milliseconds(30) }
+        defer { api.stop() }
+        let out = TemporaryFolder()
+        let arguments = ["kittens", "--count", "150", "--out", out.path, "--quiet", "--no-cache", "--concurrency", "8"]
+        var generator = SystemRandomNumberGenerator()
+
+        // When the run is SIGKILLed at five random moments, each time checking the folder
+        for _ in 0..<5 {
+            let running = try MirrorBinary.start(arguments, environment: environment(api))
+            usleep(UInt32.random(in: 150_000...900_000, using: &generator))
+            kill(running.process.processIdentifier, SIGKILL)
+            _ = running.finish()
+            // No manifest line without its file, even right after a kill (temporary files may remain until the next run).
+            let files = Set(out.visibleFiles)
+            #expect(manifest(out).files.allSatisfy { files.contains($0) })
+        }
+        let savedBeforeFinish = Set(manifest(out).urls.compactMap { URL(string: $0)?.path })
+        let requestsBefore = Dictionary(uniqueKeysWithValues: savedBeforeFinish.map { ($0, api.imageRequestCount(path: $0)) })
+
+        // Then a last run finishes the job exactly, and nothing already saved was fetched again
+        let last = try MirrorBinary.run(arguments, environment: environment(api))
+        #expect(last.status == 0, "stderr: \(last.stderr)")
+        expectConsistent(out, count: 150)
+        for (path, count) in requestsBefore {
+            #expect(api.imageRequestCount(path: path) == count, "\(path) was fetched again after it was saved")
+        }
+    }
+
+    @Test func aSecondRunOnTheSameFolderExits75() throws {
+        let api = try emulator { $0.imageLatency = .milliseconds(200) }
+        defer { api.stop() }
+        let out = TemporaryFolder()
+        let first = try MirrorBinary.start(["kittens", "--count", "200", "--out", out.path, "--quiet", "--no-cache", "--concurrency", "2"], environment: environment(api))
+        // Wait until the first run holds the lock (the state database appears right after).
+        for _ in 0..<100 where !FileManager.default.fileExists(atPath: out.file(".mirror/state.sqlite").path) { usleep(20_000) }
+        let second = try MirrorBinary.run(["kittens", "--count", "200", "--out", out.path, "--no-cache"], environment: environment(api))
+        kill(first.process.processIdentifier, SIGKILL)
+        _ = first.finish()
+        #expect(second.status == 75)
+        #expect(second.stderr.contains("process \(first.process.processIdentifier)"))
+    }
+
+    @Test func sigintStopsWithin2SecondsAndKeepsWhatWasSaved() throws {
+        let api = try emulator { $0.imageLatency = .milliseconds(100) }
+        defer { api.stop() }
+        let out = TemporaryFolder()
+        let running = try MirrorBinary.start(["kittens", "--count", "300", "--out", out.path, "--no-cache", "--concurrency", "4"], environment: environment(api))
+        usleep(800_000)
+        let sent = ContinuousClock.now
+        kill(running.process.processIdentifier, SIGINT)
+        let run = running.finish()
+        let elapsed = ContinuousClock.now - sent
+        print("SIGINT to exit: \(elapsed)")
+        #expect(run.status == 130)
+        #expect(elapsed < .seconds(2))
+        #expect(run.stderr.contains("interrupted"))
+        expectConsistent(out, count: manifest(out).files.count)
+        #expect(manifest(out).files.count > 0)
+    }
+
+    @Test func usageErrorsExit64() throws {
+        let unknown = try MirrorBinary.run(["kittens", "--count", "5", "--out", "/tmp/x", "--provider", "bing"])
+        #expect(unknown.status == 64)
+        #expect(unknown.stderr.contains("Unknown provider 'bing'"))
+        let zero = try MirrorBinary.run(["kittens", "--count", "0", "--out", "/tmp/x"])
+        #expect(zero.status == 64)
+        let endpoint = try MirrorBinary.run(["kittens", "--count", "5", "--out", "/tmp/x", "--endpoint", "http://127.0.0.1:1/"])
+        #expect(endpoint.status == 64)
+        #expect(!endpoint.stderr.contains("Fatal"))
+    }
+
+    @Test func aMissingOrRejectedKeyExits4NamingTheVariable() throws {
+        let api = try emulator()
+        defer { api.stop() }
+        let out = TemporaryFolder()
+        var withoutKey = environment(api)
+        withoutKey["FLICKR_API_KEY"] = nil
+        let missing = try MirrorBinary.run(["kittens", "--count", "5", "--out", out.path, "--provider", "flickr"], environment: withoutKey)
+        #expect(missing.status == 4)
+        #expect(missing.stderr.contains("FLICKR_API_KEY"))
+
+        let rejected = try MirrorBinary.run(["kittens", "--count", "5", "--out", out.path, "--provider", "flickr", "--no-cache"], environment: environment(api, ["FLICKR_API_KEY": "wrong-key-value"]))
+        #expect(rejected.status == 4)
+        #expect(rejected.stderr.contains("FLICKR_API_KEY"))
+        #expect(!rejected.stderr.contains("wrong-key-value"))
+    }
+
+    @Test func aProviderThatKeepsFailingExits5() throws {
+        let api = try emulator()
+        defer { api.stop() }
+        api.failNext(50, provider: .openverse, status: 503)
+        api.failNext(50, provider: .wikimedia, status: 503)
+        let out = TemporaryFolder()
+        let run = try MirrorBinary.run(["kittens", "--count", "5", "--out", out.path, "--retries", "1", "--no-cache"], environment: environment(api))
+        #expect(run.status == 5)
+        #expect(run.stderr.split(separator: "\n").count == 1)
+        #expect(run.stderr.contains("try again later"))
+    }
+
+    @Test func sourcesRunningDryExit3WithWhatExists() throws {
+        let api = try emulator {
+            $0.corpus[.openverse] = .init(count: 30)
+            $0.corpus[.wikimedia] = .init(count: 12)
+        }
+        defer { api.stop() }
+        let out = TemporaryFolder()
+        let run = try MirrorBinary.run(["kittens", "--count", "100", "--out", out.path, "--no-cache"], environment: environment(api))
+        #expect(run.status == 3, "stderr: \(run.stderr)")
+        expectConsistent(out, count: 42)
+        #expect(run.stderr.contains("ran dry"))
+    }
+
+    @Test func noKeyIsPrintedOrWrittenAnywhere() throws {
+        // Given every keyed provider with a recognisable key, on the emulator (which accepts it)
+        let secret = "SECRET-KEY-7f3a9c"
+        let cache = TemporaryFolder()
+        for provider in ["flickr", "giphy", "google", "pexels", "unsplash", "pixabay"] {
+            let api = try emulator { settings in
+                settings.keys.flickr = secret
+                settings.keys.giphy = secret
+                settings.keys.google = secret
+                settings.keys.googleEngineID = secret + "-cx"
+                settings.keys.pexels = secret
+                settings.keys.unsplash = secret
+                settings.keys.pixabay = secret
+            }
+            defer { api.stop() }
+            let out = TemporaryFolder()
+            // When mirror runs with it (with the cache on, so cache files are checked too), and once more with a wrong key
+            let ok = try MirrorBinary.run(["kittens", "--count", "8", "--out", out.path, "--provider", provider, "--json", "--cache-dir", cache.path], environment: environment(api))
+            #expect(ok.status == 0, "\(provider): \(ok.stderr)")
+            var wrong = environment(api)
+            for key in ["FLICKR_API_KEY", "GIPHY_API_KEY", "GOOGLE_API_KEY", "PEXELS_API_KEY", "UNSPLASH_ACCESS_KEY", "PIXABAY_API_KEY"] {
+                wrong[key] = secret + "-wrong"
+            }
+            let elsewhere = TemporaryFolder()
+            let failed = try MirrorBinary.run(["dogs", "--count", "3", "--out", elsewhere.path, "--provider", provider, "--cache-dir", cache.path], environment: wrong)
+            #expect(failed.status == 4, "\(provider): \(failed.stderr)")
+
+            // Then the key appears in no output and no file mirror wrote
+            for text in [ok.stdout, ok.stderr, failed.stdout, failed.stderr] {
+                #expect(!text.contains(secret), "\(provider) printed the key")
+            }
+            for folder in [out.url, elsewhere.url, cache.url] {
+                let enumerator = FileManager.default.enumerator(at: folder, includingPropertiesForKeys: nil)
+                while let file = enumerator?.nextObject() as? URL {
+                    #expect(!file.path.contains(secret))
+                    if let data = try? Data(contentsOf: file) {
+                        #expect(data.range(of: Data(secret.utf8)) == nil, "\(provider) wrote the key into \(file.lastPathComponent)")
+                    }
+                }
+            }
+        }
+    }
+}
