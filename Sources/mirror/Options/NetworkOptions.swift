@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import MirrorKit
 
 /// Options shared by every command that downloads: how many at once, how long, how often.
@@ -35,6 +36,11 @@ struct NetworkOptions: ParsableArguments {
         configuration.maximumBytes = maxBytes.bytes
         configuration.timeout = timeout.map { .milliseconds(Int64($0 * 1000)) }
         configuration.retry.maximumRetries = retries
+        // For tests only (undocumented in --help): a short stall window, so that a stalled transfer is
+        // caught in a second rather than the default 20 s. Ignored unless it is a number of seconds in 0.1…600.
+        if let text = ProcessInfo.processInfo.environment["MIRROR_STALL_SECONDS"], let seconds = Double(text), (0.1...600).contains(seconds) {
+            configuration.stall.window = .milliseconds(Int64(seconds * 1000))
+        }
     }
 }
 

@@ -1,0 +1,359 @@
+import Foundation
+import MirrorTestSupport
+import Synchronization
+import Testing
+
+/// The fault matrix, image side: `mirror urls --json` (the built binary) against the loopback test server,
+/// one fault per case, each asserting what was saved or which reason rejected it, the exit code and the
+/// summary counts. The API side is in `APIFaultMatrixTests`.
+@Suite("Fault matrix: image servers, end to end", .serialized)
+struct FaultMatrixTests {
+    /// What one run printed and left behind.
+    struct Outcome {
+        var run: MirrorBinary.Run
+        var summary: [String: Any]
+        var folder: TemporaryFolder
+
+        var saved: Int { summary["saved"] as? Int ?? -1 }
+        var failed: Int { summary["failed"] as? Int ?? -1 }
+        var failures: [String: Int] { summary["failures"] as? [String: Int] ?? [:] }
+        var images: [String] { folder.visibleFiles.filter { $0 != "manifest.jsonl" } }
+    }
+
+    static let png = TestImages.png(width: 24, height: 16, seed: 7)
+
+    /// Runs `mirror urls - --json` on the given URLs.
+    func mirror(_ urls: [URL], _ arguments: [String] = [], environment: [String: String] = [:]) throws -> Outcome {
+        let folder = TemporaryFolder()
+        let run = try MirrorBinary.run(
+            ["urls", "-", "--out", folder.path, "--json", "--no-cache"] + arguments,
+            stdin: urls.map(\.absoluteString).joined(separator: "\n") + "\n",
+            environment: environment
+        )
+        let summary = (try? JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any]) ?? [:]
+        return Outcome(run: run, summary: summary, folder: folder)
+    }
+
+    /// Asserts a single-URL run that saved its image: exit 0, one file, one manifest line, no failure.
+    func expectSaved(_ outcome: Outcome, sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(outcome.run.status == 0, "stderr: \(outcome.run.stderr)", sourceLocation: sourceLocation)
+        #expect(outcome.saved == 1, sourceLocation: sourceLocation)
+        #expect(outcome.failed == 0, sourceLocation: sourceLocation)
+        #expect(outcome.failures.isEmpty, sourceLocation: sourceLocation)
+        #expect(outcome.images.count == 1, sourceLocation: sourceLocation)
+        #expect(outcome.folder.temporaryFiles.isEmpty, sourceLocation: sourceLocation)
+        if let name = outcome.images.first {
+            #expect((try? Data(contentsOf: outcome.folder.file(name))) == Self.png, sourceLocation: sourceLocation)
+        }
+    }
+
+    /// Asserts a single-URL run that saved nothing, for `reason`, with `status`.
+    func expectRejected(_ outcome: Outcome, reason: String, status: Int32, sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(outcome.run.status == status, "stderr: \(outcome.run.stderr)", sourceLocation: sourceLocation)
+        #expect(outcome.saved == 0, sourceLocation: sourceLocation)
+        #expect(outcome.failed == 1, sourceLocation: sourceLocation)
+        #expect(outcome.failures == [reason: 1], sourceLocation: sourceLocation)
+        #expect(outcome.images.isEmpty, "saved \(outcome.images)", sourceLocation: sourceLocation)
+        #expect(outcome.folder.temporaryFiles.isEmpty, sourceLocation: sourceLocation)
+    }
+
+    /// A route that answers with `first` the first `times` requests, then with the PNG.
+    func failing(_ server: TestServer, _ path: String, times: Int = 1, _ first: @escaping @Sendable () -> Response) {
+        let count = Mutex(0)
+        server.route(prefix: path) { _ in
+            let n = count.withLock { value -> Int in
+                value += 1
+                return value
+            }
+            return n <= times ? first() : .ok(Self.png, contentType: "image/png")
+        }
+    }
+
+    func gap(_ server: TestServer, path: String) -> Duration {
+        let arrivals = server.requests.filter { $0.path == path }.map(\.arrivedAt)
+        guard arrivals.count >= 2 else { return .zero }
+        return arrivals[1] - arrivals[0]
+    }
+
+    // MARK: Status codes
+
+    @Test func a500OnceIsRetriedAndSaved() throws {
+        // Given an image whose first request gets 500
+        let server = try TestServer.start()
+        defer { server.stop() }
+        failing(server, "/flaky.png") { .status(500, headers: [("Content-Type", "text/html")], body: Data("<h1>oops</h1>".utf8)) }
+
+        // When mirror fetches it
+        let outcome = try mirror([server.url("/flaky.png")])
+
+        // Then it is saved after one retry
+        expectSaved(outcome)
+        #expect(server.requestCount(path: "/flaky.png") == 2)
+    }
+
+    @Test func a503WithRetryAfterIsWaitedOutThenSaved() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        failing(server, "/busy.png") { .status(503, headers: [("Retry-After", "2")]) }
+
+        let outcome = try mirror([server.url("/busy.png")])
+
+        expectSaved(outcome)
+        #expect(server.requestCount(path: "/busy.png") == 2)
+        #expect(gap(server, path: "/busy.png") >= .seconds(2), "Retry-After: 2 was undercut")
+    }
+
+    @Test func a429WithRetryAfterInSecondsIsNotUndercut() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        failing(server, "/limited.png") { .status(429, headers: [("Retry-After", "2")]) }
+
+        let outcome = try mirror([server.url("/limited.png")])
+
+        expectSaved(outcome)
+        #expect(server.requestCount(path: "/limited.png") == 2)
+        #expect(gap(server, path: "/limited.png") >= .seconds(2), "Retry-After: 2 was undercut")
+        #expect(outcome.run.stderr.contains("HTTP 429"))
+    }
+
+    @Test func a429WithRetryAfterAsAnHTTPDateIsNotUndercut() throws {
+        // Given a 429 whose Retry-After is an HTTP date 3 s (rounded up to a whole second) after it is sent
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let promised = Mutex<(sentAt: ContinuousClock.Instant, wait: Duration)?>(nil)
+        let count = Mutex(0)
+        server.route(prefix: "/dated.png") { _ in
+            let n = count.withLock { value -> Int in
+                value += 1
+                return value
+            }
+            guard n == 1 else { return .ok(Self.png, contentType: "image/png") }
+            let now = Date()
+            let date = Date(timeIntervalSince1970: (now.timeIntervalSince1970 + 3).rounded(.up))
+            promised.withLock { $0 = (.now, .milliseconds(Int64((date.timeIntervalSince(now) * 1000).rounded(.down)))) }
+            return .status(429, headers: [("Retry-After", Self.httpDate(date))])
+        }
+
+        let outcome = try mirror([server.url("/dated.png")])
+
+        // Then the retry came no sooner than that date
+        expectSaved(outcome)
+        let requests = server.requests.filter { $0.path == "/dated.png" }
+        #expect(requests.count == 2)
+        let (sentAt, wait) = try #require(promised.withLock { $0 })
+        #expect(requests.count == 2 && requests[1].arrivedAt - sentAt >= wait, "retried \(requests.count == 2 ? requests[1].arrivedAt - sentAt : .zero) after a Retry-After of \(wait)")
+    }
+
+    static func httpDate(_ date: Date) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        return formatter.string(from: date)
+    }
+
+    @Test func a404IsRejectedAtOnceWithExit3() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+
+        let outcome = try mirror([server.url("/missing.png")])
+
+        expectRejected(outcome, reason: "http-404", status: 3)
+        #expect(server.requestCount(path: "/missing.png") == 1)
+        #expect(outcome.run.stderr.contains("HTTP 404"))
+    }
+
+    // MARK: Bodies that are not images
+
+    @Test func htmlServedAsJPEGIsNeverSaved() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        server.route("/photo.jpg", .ok(TestImages.htmlErrorPage, contentType: "image/jpeg"))
+
+        let outcome = try mirror([server.url("/photo.jpg")])
+
+        expectRejected(outcome, reason: "not-image-html", status: 3)
+        #expect(server.requestCount(path: "/photo.jpg") == 1)
+    }
+
+    @Test func anEmpty200IsRejected() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        server.route("/empty.png", .ok(Data(), contentType: "image/png"))
+
+        let outcome = try mirror([server.url("/empty.png")])
+
+        expectRejected(outcome, reason: "empty", status: 3)
+        #expect(server.requestCount(path: "/empty.png") == 1)
+    }
+
+    @Test func aValidImageWithAWrongContentTypeIsAccepted() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        server.route("/mislabelled.jpg", .ok(Self.png, contentType: "text/html; charset=utf-8"))
+
+        let outcome = try mirror([server.url("/mislabelled.jpg")])
+
+        // The bytes decide: a PNG, saved with the extension of the bytes
+        expectSaved(outcome)
+        #expect(outcome.images == ["mislabelled.png"])
+    }
+
+    @Test func aPNGHeaderClaiming100000x100000IsRefused() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        server.route("/bomb.png", .ok(TestImages.pixelBomb(), contentType: "image/png"))
+
+        let outcome = try mirror([server.url("/bomb.png")])
+
+        expectRejected(outcome, reason: "too-many-pixels", status: 3)
+    }
+
+    // MARK: Bodies that break off
+
+    @Test func aBodyTruncatedBeforeItsContentLengthIsRetriedThenRejected() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        server.route("/short.png", Response(headers: [("Content-Type", "image/png")], body: .truncated(Self.png.prefix(Self.png.count / 2), declaredLength: Self.png.count)))
+
+        let outcome = try mirror([server.url("/short.png")], ["--retries", "1"])
+
+        // Truncation is a network failure (a later run may succeed): retried once, then exit 5
+        expectRejected(outcome, reason: "truncated", status: 5)
+        #expect(server.requestCount(path: "/short.png") == 2)
+    }
+
+    @Test func aChunkedBodyCutOffIsRetriedThenRejected() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        server.route("/chunked.png", Response(headers: [("Content-Type", "image/png")], body: .truncatedChunked(Self.png.prefix(Self.png.count / 2))))
+
+        let outcome = try mirror([server.url("/chunked.png")], ["--retries", "1"])
+
+        expectRejected(outcome, reason: "truncated", status: 5)
+        #expect(server.requestCount(path: "/chunked.png") == 2)
+    }
+
+    @Test func aCompleteResponseHoldingHalfAPNGIsRejectedAsTruncated() throws {
+        // Given no Content-Length and no chunking: the body ends at the close, so HTTP sees a whole response
+        let server = try TestServer.start()
+        defer { server.stop() }
+        server.route("/half.png", Response(headers: [("Content-Type", "image/png")], body: .untilClose(Self.png.prefix(Self.png.count / 2))))
+
+        let outcome = try mirror([server.url("/half.png")], ["--retries", "1"])
+
+        // Then the image check catches it; a cut-off connection looks the same, so it is tried once more,
+        // and a body that stays cut off is not an image (exit 3: retrying later will not help)
+        expectRejected(outcome, reason: "truncated", status: 3)
+        #expect(server.requestCount(path: "/half.png") == 2)
+    }
+
+    @Test func aConnectionResetMidBodyIsRetriedThenRejected() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        server.route("/reset.png", Response(headers: [("Content-Type", "image/png")], body: .reset(prefix: Self.png.prefix(100), declaredLength: Self.png.count)))
+
+        let outcome = try mirror([server.url("/reset.png")], ["--retries", "1"])
+
+        expectRejected(outcome, reason: "connection-lost", status: 5)
+        #expect(server.requestCount(path: "/reset.png") == 2)
+    }
+
+    @Test func aStallMidBodyIsCaught() throws {
+        // Given a body that stops after 100 bytes and never closes, and a 1 s stall window (MIRROR_STALL_SECONDS, for tests)
+        let server = try TestServer.start()
+        defer { server.stop() }
+        server.route("/stall.png", Response(headers: [("Content-Type", "image/png")], body: .stall(prefix: Self.png.prefix(100), declaredLength: Self.png.count)))
+        let started = ContinuousClock.now
+
+        let outcome = try mirror([server.url("/stall.png")], ["--retries", "0"], environment: ["MIRROR_STALL_SECONDS": "1"])
+
+        // Then it gives up within a few seconds, as a stall
+        expectRejected(outcome, reason: "stalled", status: 5)
+        #expect(ContinuousClock.now - started < .seconds(10))
+        #expect(outcome.run.stderr.contains("stalled"))
+    }
+
+    @Test func aSlowDripAboveTheStallFloorIsSaved() throws {
+        // Given the PNG in 200-byte pieces every 100 ms (2,000 bytes/s, above the 1,000 bytes/s floor)
+        let server = try TestServer.start()
+        defer { server.stop() }
+        server.route("/drip.png", Response(headers: [("Content-Type", "image/png")], body: .drip(Self.png, chunkSize: 200, interval: .milliseconds(100))))
+
+        let outcome = try mirror([server.url("/drip.png")], environment: ["MIRROR_STALL_SECONDS": "1"])
+
+        expectSaved(outcome)
+        #expect(server.requestCount(path: "/drip.png") == 1)
+    }
+
+    // MARK: Redirects
+
+    @Test func aRedirectChainIsFollowedAndSaved() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        server.route("/final.png", .ok(Self.png, contentType: "image/png"))
+
+        let outcome = try mirror([server.url("/redirect/4?to=/final.png")])
+
+        expectSaved(outcome)
+        #expect(server.requestCount(path: "/final.png") == 1)
+        let manifest = try String(contentsOf: outcome.folder.file("manifest.jsonl"), encoding: .utf8)
+        #expect(manifest.contains("/redirect/4"))
+    }
+
+    @Test func aRedirectLoopIsRefused() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+
+        let outcome = try mirror([server.url("/loop")])
+
+        expectRejected(outcome, reason: "redirects", status: 3)
+        // The first request and at most 5 redirects
+        #expect(server.requestCount(path: "/loop") == 6)
+    }
+
+    @Test(arguments: ["file:///etc/passwd", "ftp://127.0.0.1/image.png"])
+    func aRedirectToAnotherSchemeIsRefused(target: String) throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let encoded = target.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? target
+
+        let outcome = try mirror([server.url("/redirect-to?url=\(encoded)")])
+
+        expectRejected(outcome, reason: "protocol", status: 3)
+        #expect(outcome.run.stderr.contains("refused a non-HTTP(S) URL"))
+    }
+
+    // MARK: Sizes and hosts
+
+    @Test func a2GBContentLengthIsRefusedWithoutReadingTheBody() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+
+        let outcome = try mirror([server.url("/huge?size=2147483648")])
+
+        expectRejected(outcome, reason: "too-large", status: 3)
+        // The socket took at most what was in flight before the refusal, not gigabytes
+        #expect(server.bodyBytesSent < 4 * 1024 * 1024, "\(server.bodyBytesSent) bytes were sent")
+    }
+
+    @Test func aBodyWithoutContentLengthIsCutAtTheLimit() throws {
+        // Given a PNG signature followed by 16 MB, with no Content-Length (the body ends at the close)
+        let server = try TestServer.start()
+        defer { server.stop() }
+        server.route("/endless.png", Response(headers: [("Content-Type", "image/png")], body: .untilClose(Self.png + Data(count: 16 << 20))))
+
+        let outcome = try mirror([server.url("/endless.png")], ["--max-bytes", "1MB"])
+
+        // Then it stops reading at the 1 MB limit
+        expectRejected(outcome, reason: "too-large", status: 3)
+        #expect(server.bodyBytesSent < 8 * 1024 * 1024, "\(server.bodyBytesSent) bytes were sent")
+    }
+
+    @Test func anUnresolvableHostIsANetworkFailure() throws {
+        let outcome = try mirror([URL(string: "http://no-such-host.invalid/image.png")!], ["--retries", "0"])
+
+        expectRejected(outcome, reason: "dns", status: 5)
+        #expect(outcome.run.stderr.contains("could not resolve host no-such-host.invalid"))
+    }
+}
