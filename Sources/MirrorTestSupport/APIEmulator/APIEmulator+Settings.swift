@@ -148,12 +148,30 @@ extension APIEmulator {
         public var wikimediaOverlap = 0
         /// Image faults per provider; missing means none.
         public var imageFaults: [Provider: ImageFaultRates] = [:]
+        /// Providers that ignore the page they are asked for and answer every request with the first page
+        /// (a real-world glitch: a cursor the server forgets). Their paging parameters (`page`, `gsroffset`,
+        /// `offset`, `start`) are dropped before the request is answered.
+        public var repeatsFirstPage: Set<Provider> = []
+        /// Hostile ids and titles for Openverse results, by 0-based result index: the JSON `id` and `title`
+        /// fields say what is given here, while the image URL stays the real one (so the image is still served).
+        public var openverseOverrides: [Int: ResultOverride] = [:]
 
         public init() {}
 
         /// The corpus of `provider` (an empty one if removed).
         public func corpus(for provider: Provider) -> Corpus {
             corpus[provider] ?? Corpus(count: 0)
+        }
+    }
+
+    /// What a result claims about itself instead of its generated id and title (see ``Settings/openverseOverrides``).
+    public struct ResultOverride: Sendable, Hashable {
+        public var id: String?
+        public var title: String?
+
+        public init(id: String? = nil, title: String? = nil) {
+            self.id = id
+            self.title = title
         }
     }
 

@@ -300,6 +300,10 @@ final class EmulatorCore: Sendable {
         }
         let api = Self.emulation(provider)
         let context = EmulationContext(settings: settings, baseURL: baseURL, core: self)
+        var request = request
+        if settings.repeatsFirstPage.contains(provider) {
+            for name in ["page", "gsroffset", "offset", "start"] { request.query[name] = nil }
+        }
         var response: Response
         if let rejection = api.authFailure(request, context) {
             response = rejection

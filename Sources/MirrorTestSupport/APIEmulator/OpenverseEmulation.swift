@@ -76,9 +76,10 @@ struct OpenverseEmulation: EmulatedAPI {
         let title = "\(query.capitalizedFirst) \(image.index + 1)"
         let creator = "Emulated Creator \(image.index % 7)"
         let detail = context.url(OpenverseEmulation.detailPath(image.id))
+        let override = context.settings.openverseOverrides[image.index]
         return [
-            "id": image.id,
-            "title": title,
+            "id": override?.id ?? image.id,
+            "title": override?.title ?? title,
             "indexed_on": "2023-05-01T12:00:00Z",
             "foreign_landing_url": "https://example.org/openverse/\(image.id)",
             "url": image.url.absoluteString,
