@@ -200,6 +200,8 @@ public struct MirrorJob: Sendable {
         let tally = Locked(Summary())
         // Downloads of this run that did not end in a saved image; they widen the in-flight margin.
         let losses = Locked(0)
+        // The first error that makes the folder unwritable (full disk, read-only, …): it ends the run.
+        let fatal = Locked<FileError?>(nil)
         let forwarder = Task {
             for await event in manager.events {
                 if case let .retrying(url, attempt, delay, reason) = event {
@@ -219,7 +221,7 @@ public struct MirrorJob: Sendable {
                 // difference), then one more for each download of this run that did not end in a saved
                 // image, up to the concurrency, so that where losses happen they are replaced ahead of time.
                 let margin = min(configuration.downloads.concurrency, losses.withLock { $0 })
-                if saved >= needed || Task.isCancelled { break }
+                if saved >= needed || Task.isCancelled || fatal.withLock({ $0 }) != nil { break }
                 if !exhausted && searchFailure == nil && inFlight < configuration.downloads.concurrency + margin && saved + inFlight < needed + margin {
                     do {
                         guard let result = try await next(from: feed) else {
@@ -240,7 +242,7 @@ public struct MirrorJob: Sendable {
                         }
                         inFlight += 1
                         group.addTask {
-                            let saved = await download(result, manager: manager, committer: committer, store: store, tally: tally, onEvent: onEvent)
+                            let saved = await download(result, manager: manager, committer: committer, store: store, tally: tally, fatal: fatal, onEvent: onEvent)
                             if !saved { losses.withLock { $0 += 1 } }
                         }
                         continue loop
@@ -260,6 +262,13 @@ public struct MirrorJob: Sendable {
         await committer.drain()
         await manager.shutdown()
         forwarder.cancel()
+        // Keep the cache within its size limit (least recently used first); cheap when under it. The
+        // image and page caches share one folder by default, so one sweep covers both.
+        if let cache = configuration.downloads.cache {
+            cache.sweep()
+        } else {
+            _ = configuration.pageCache?.sweep()
+        }
 
         let statistics = feed.statistics
         summary = tally.withLock { $0 }
@@ -276,6 +285,9 @@ public struct MirrorJob: Sendable {
             query: configuration.query, providers: providerNames, saved: summary.saved,
             pagesFetched: summary.pages, exhausted: summary.exhausted
         )
+        if let error = fatal.withLock({ $0 }), !summary.interrupted {
+            throw error
+        }
         if let searchFailure, summary.total < configuration.count, !summary.interrupted {
             throw Self.failure(from: searchFailure)
         }
@@ -315,12 +327,19 @@ public struct MirrorJob: Sendable {
 
     private func download(
         _ result: ImageResult, manager: DownloadManager, committer: ImageCommitter, store: StateStore,
-        tally: Locked<Summary>, onEvent: @escaping @Sendable (Event) -> Void
+        tally: Locked<Summary>, fatal: Locked<FileError?>, onEvent: @escaping @Sendable (Event) -> Void
     ) async -> Bool {
         let outcome = await manager.download(DownloadRequest(url: result.imageURL, directory: committer.folder.directory, filter: configuration.filter))
         switch outcome {
         case .failure(.cancelled):
             return true
+        case let .failure(.filesystem(error)) where error.isFatal:
+            // The folder cannot take the image: no other image will fare better, so the run stops.
+            fatal.withLock { $0 = $0 ?? error }
+            tally.withLock {
+                $0.failed += 1
+                $0.failures["filesystem", default: 0] += 1
+            }
         case let .failure(.filtered(reason)):
             tally.withLock { $0.filtered += 1 }
             try? store.recordFailure(url: result.imageURL, provider: result.provider, reason: "filtered", isTransient: false)
@@ -361,6 +380,7 @@ public struct MirrorJob: Sendable {
             case .notAdmitted:
                 return true
             case let .failed(error):
+                if error.isFatal { fatal.withLock { $0 = $0 ?? error } }
                 tally.withLock {
                     $0.failed += 1
                     $0.failures["filesystem", default: 0] += 1

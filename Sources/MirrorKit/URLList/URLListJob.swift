@@ -66,7 +66,8 @@ public struct URLListJob: Sendable {
 
     /// Runs the list to the end (or until the task is cancelled).
     ///
-    /// - Throws: `FolderLock.Held` if another run holds the folder, `FileError` if it cannot be used.
+    /// - Throws: `FolderLock.Held` if another run holds the folder, `FileError` if it cannot be used or
+    ///   stops taking images (full, read-only): what was saved until then stays saved.
     public func run(_ list: URLList, onEvent: @escaping @Sendable (Event) -> Void = { _ in }) async throws -> Summary {
         let started = ContinuousClock.now
         let folder = try OutputFolder(directory: configuration.directory)
@@ -77,6 +78,13 @@ public struct URLListJob: Sendable {
         }
         let manager = DownloadManager(configuration: configuration.downloads)
         let committer = ImageCommitter(folder: folder, isSyncEnabled: configuration.isSyncEnabled)
+        // The first error that makes the folder unwritable (full disk, read-only, …): it ends the run.
+        let fatal = Locked<FileError?>(nil)
+        let stop: @Sendable (FileError) -> Void = { error in
+            guard error.isFatal else { return }
+            fatal.withLock { $0 = $0 ?? error }
+            manager.cancelAll()
+        }
         let forwarder = Task {
             for await event in manager.events {
                 if case let .retrying(url, attempt, delay, reason) = event {
@@ -97,6 +105,7 @@ public struct URLListJob: Sendable {
                         let result = await manager.download(DownloadRequest(url: url, directory: folder.directory))
                         switch result {
                         case let .failure(error):
+                            if case let .filesystem(fileError) = error { stop(fileError) }
                             summary.withLock {
                                 $0.failed += 1
                                 $0.failures[error.reasonKey, default: 0] += 1
@@ -119,6 +128,7 @@ public struct URLListJob: Sendable {
                             case .notAdmitted:
                                 break
                             case let .failed(error):
+                                stop(error)
                                 summary.withLock {
                                     $0.failed += 1
                                     $0.failures["filesystem", default: 0] += 1
@@ -136,6 +146,9 @@ public struct URLListJob: Sendable {
         await committer.drain()
         await manager.shutdown()
         forwarder.cancel()
+        // Keep the cache within its size limit (least recently used first); cheap when under it.
+        configuration.downloads.cache?.sweep()
+        if let error = fatal.withLock({ $0 }), !Task.isCancelled { throw error }
         var result = summary.withLock { $0 }
         result.seconds = (ContinuousClock.now - started).seconds
         return result

@@ -176,4 +176,29 @@ struct OutputFolderTests {
             return index % 10 == 0
         })
     }
+
+    @Test func aRunKeepsTheCacheWithinItsLimit() async throws {
+        // Given 40 images of ~10 KB and a cache limited to 100 KB
+        let server = try TestServer.start()
+        defer { server.stop() }
+        var lines: [String] = []
+        for index in 0..<40 {
+            server.route("/c/\(index).png", .ok(TestImages.png(approximateBytes: 10_000, seed: UInt64(index)), contentType: "image/png"))
+            lines.append(server.url("/c/\(index).png").absoluteString)
+        }
+        let directory = TemporaryDirectory()
+        let cacheDirectory = TemporaryDirectory()
+        let cache = DiskCache(directory: cacheDirectory.url, sizeLimit: 100_000, prefersHardLinks: false)
+        var configuration = URLListJob.Configuration(directory: directory.url)
+        configuration.downloads.cache = cache
+        configuration.isSyncEnabled = false
+
+        // When the list runs through the cache
+        let summary = try await URLListJob(configuration: configuration).run(URLList(parsing: lines.joined(separator: "\n")))
+
+        // Then all are saved, and the cache was swept back under its limit at the end
+        #expect(summary.saved == 40)
+        #expect(cache.stats().bytes <= 70_000)
+        #expect(cache.stats().entries > 0)
+    }
 }
