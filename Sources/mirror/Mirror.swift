@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import MirrorKit
 
 /// `mirror`: fills a folder with verified images found by a search query or listed in a URL file.
@@ -19,4 +20,11 @@ struct Mirror: AsyncParsableCommand {
         subcommands: [Search.self, Urls.self, History.self, Cache.self, Providers.self],
         defaultSubcommand: Search.self
     )
+
+    static func main() async {
+        // A write beyond RLIMIT_FSIZE must fail with EFBIG (reported as a full disk, exit 1) rather than
+        // kill the process with SIGXFSZ (whose default action is to terminate it, leaving no message).
+        signal(SIGXFSZ, SIG_IGN)
+        await main(nil)
+    }
 }

@@ -19,9 +19,15 @@ final class HashingFileSink: TransferSink, @unchecked Sendable {
     private(set) var written: Int64 = 0
     /// Set when the body was refused from its first bytes.
     private(set) var earlyRejection: ImageRejection?
+    /// Set when writing the body to the temporary file failed (the disk is full, the file size limit, …).
+    private(set) var writeError: FileError?
 
-    init(descriptor: Int32) {
+    /// Where the file is, for messages.
+    private let folder: String
+
+    init(descriptor: Int32, folder: String = "a folder") {
         self.descriptor = descriptor
+        self.folder = folder
     }
 
     func write(_ chunk: UnsafeRawBufferPointer) throws {
@@ -43,7 +49,9 @@ final class HashingFileSink: TransferSink, @unchecked Sendable {
             let count = Glibc.write(descriptor, current, remaining)
             if count < 0 {
                 if errno == EINTR { continue }
-                throw FileError(operation: "write", path: "a temporary file", code: errno)
+                let error = FileError(operation: "write an image into", path: folder, code: errno)
+                writeError = error
+                throw error
             }
             remaining -= count
             pointer = current + count

@@ -53,7 +53,7 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
             end(.failed(.filesystem(error), retryable: false, retryAfter: nil, throttled: false))
             return
         }
-        let sink = HashingFileSink(descriptor: temporary.descriptor)
+        let sink = HashingFileSink(descriptor: temporary.descriptor, folder: request.directory.path)
         var transferRequest = context.transferTemplate
         transferRequest.url = request.url
         transferRequest.destination = .sink(sink)
@@ -87,6 +87,8 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
             return .failed(.cancelled, retryable: false, retryAfter: nil, throttled: false)
         case .failure(.destinationFailed) where sink.earlyRejection != nil:
             return .failed(.rejected(sink.earlyRejection!), retryable: false, retryAfter: nil, throttled: false)
+        case .failure(.destinationFailed) where sink.writeError != nil:
+            return .failed(.filesystem(sink.writeError!), retryable: false, retryAfter: nil, throttled: false)
         case let .failure(error):
             return .failed(.transport(error), retryable: error.isTransient, retryAfter: nil, throttled: false)
         case let .success(value):

@@ -90,6 +90,11 @@ public struct FileError: Error, Sendable, Hashable, CustomStringConvertible {
     /// Whether the error says the disk (or the file size limit) is full.
     public var isOutOfSpace: Bool { code == ENOSPC || code == EDQUOT || code == EFBIG }
 
+    /// Whether the folder as a whole cannot take images (full, read-only, not permitted, a planted symlink,
+    /// an I/O error), so that a run stops rather than fail every image in turn. A name that appeared meanwhile
+    /// (`EEXIST`) concerns one image only.
+    public var isFatal: Bool { code != EEXIST }
+
     public var description: String {
         "could not \(operation) \(path): \(String(cString: strerror(code)))"
     }

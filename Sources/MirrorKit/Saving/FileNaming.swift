@@ -47,9 +47,13 @@ public enum FileNaming {
         name = truncated(name, toUTF8Bytes: maximumLength)
         name = name.trimmingCharacters(in: CharacterSet(charactersIn: ".-_ "))
         if name.isEmpty { return fallback }
+        return guardingReserved(name)
+    }
+
+    /// Prefixes `_` to a name whose part before the first dot is a reserved device name (`CON.txt` too).
+    static func guardingReserved(_ name: String) -> String {
         let stem = name.split(separator: ".", maxSplits: 1).first.map(String.init) ?? name
-        if reserved.contains(stem.uppercased()) { name = "_" + name }
-        return name
+        return reserved.contains(stem.uppercased()) ? "_" + name : name
     }
 
     /// A file name `stem.ext` whose stem is sanitised and whose extension is the format's.
@@ -65,7 +69,8 @@ public enum FileNaming {
         base = base.trimmingCharacters(in: CharacterSet(charactersIn: ".-_ "))
         if base.isEmpty { base = "image" }
         if let suffix { base += "-" + sanitize(suffix) }
-        return base + "." + ext
+        // The trim above can strip the `_` that `sanitize` put before a reserved name.
+        return guardingReserved(base + "." + ext)
     }
 
     /// The stem a URL suggests: its last path segment without the extension (percent-decoded).

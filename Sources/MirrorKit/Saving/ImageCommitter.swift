@@ -136,7 +136,7 @@ public final class ImageCommitter: Sendable {
                 continue
             }
             let name = freeName(for: item, index: folder.savedCount + accepted.count + 1, avoiding: batchNames)
-            batchNames.insert(name)
+            batchNames.insert(name.lowercased())
             batchDigests[digest] = name
             admitted += 1
             accepted.append((index, name, item.record(name)))
@@ -173,15 +173,16 @@ public final class ImageCommitter: Sendable {
         return outcomes.map { $0 ?? .notAdmitted }
     }
 
+    /// A name no saved file and no file of this batch has, ignoring case (`batchNames` are lowercased).
     private func freeName(for item: Item, index: Int, avoiding batchNames: Set<String>) -> String {
         let format = item.image.info.format
         let plain = item.name?(index) ?? FileNaming.fileName(stem: item.stem, format: format)
-        if !batchNames.contains(plain) && !folder.isTaken(plain) { return plain }
+        if !batchNames.contains(plain.lowercased()) && !folder.isTaken(plain) { return plain }
         let stem = String(plain.dropLast(format.fileExtension.count + 1))
         let digest = item.image.sha256
         for length in [8, 12, 16, 64] {
             let name = FileNaming.fileName(stem: stem, format: format, suffix: String(digest.prefix(length)))
-            if !batchNames.contains(name) && !folder.isTaken(name) { return name }
+            if !batchNames.contains(name.lowercased()) && !folder.isTaken(name) { return name }
         }
         return FileNaming.fileName(stem: stem, format: format, suffix: UUID().uuidString.lowercased())
     }

@@ -23,6 +23,7 @@ public final class OutputFolder: Sendable {
         var records: [ManifestRecord] = []
         var urls: Set<String> = []
         var filesBySHA: [String: String] = [:]
+        /// Saved file names, lowercased.
         var names: Set<String> = []
     }
 
@@ -93,9 +94,10 @@ public final class OutputFolder: Sendable {
         state.withLock { $0.filesBySHA[digest] }
     }
 
-    /// Whether a file name is taken (by a saved image or anything else in the folder).
+    /// Whether a file name is taken (by a saved image or anything else in the folder). Saved names are
+    /// compared case-insensitively, so that the folder still works copied to a case-insensitive disk.
     func isTaken(_ name: String) -> Bool {
-        if state.withLock({ $0.names.contains(name) }) { return true }
+        if state.withLock({ $0.names.contains(name.lowercased()) }) { return true }
         var info = stat()
         return lstat(directory.appendingPathComponent(name).path, &info) == 0
     }
@@ -132,7 +134,7 @@ public final class OutputFolder: Sendable {
         state.records.append(record)
         if let url = URL(string: record.url) { state.urls.insert(CacheKey(url: url).normalizedURL) }
         state.filesBySHA[record.sha256] = state.filesBySHA[record.sha256] ?? record.file
-        state.names.insert(record.file)
+        state.names.insert(record.file.lowercased())
     }
 
     private static func makeDirectory(_ url: URL) throws(FileError) {
