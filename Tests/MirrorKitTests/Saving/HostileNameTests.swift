@@ -1,0 +1,85 @@
+import Foundation
+import MirrorImages
+@testable import MirrorKit
+import MirrorTestSupport
+import Testing
+
+/// File names from hostile ids and titles: what `FileNaming` and `NameTemplate` make of them, and how the
+/// committer keeps names apart. The end-to-end proof is `HostileInputTests` in mirrorTests.
+@Suite("Hostile file names")
+struct HostileNameTests {
+    static func isSafe(_ name: String) -> Bool {
+        !name.contains("/") && !name.contains("\\") && !name.contains("..") && !name.hasPrefix(".") && name.utf8.count <= FileNaming.maximumLength
+            && !name.unicodeScalars.contains { [.control, .format].contains($0.properties.generalCategory) }
+    }
+
+    @Test(arguments: [
+        ("../../etc/passwd", "etc-passwd.png"),
+        ("a/b/c", "a-b-c.png"),
+        ("nul\u{0}byte", "nul-byte.png"),
+        ("rtl\u{202E}gnp.exe", "rtl-gnp.exe.png"),
+        ("..", "image.png"),
+        (".hidden", "hidden.png"),
+    ])
+    func aHostileStemBecomesASafeFlatName(stem: String, expected: String) {
+        // Given a stem built to escape or deceive, When it is made a file name, Then it is flat, visible and plain
+        let name = FileNaming.fileName(stem: stem, format: .png)
+        #expect(name == expected)
+        #expect(Self.isSafe(name))
+    }
+
+    @Test(arguments: ["CON", "con", "NUL", "com1", "LPT9", "_CON", "-aux-", "Con.txt"])
+    func aReservedDeviceNameIsPrefixedEvenAfterTrimming(stem: String) {
+        // `sanitize` prefixes `_`; the trim in `fileName` used to strip it again ("CON" → "CON.png")
+        let name = FileNaming.fileName(stem: stem, format: .png)
+        #expect(name.hasPrefix("_"), "\(name)")
+        #expect(Self.isSafe(name))
+    }
+
+    @Test func aTemplateOfReservedTitleAndIdIsPrefixed() {
+        let name = NameTemplate("{title}-{id}.{ext}").render(provider: "openverse", id: "com1", title: "LPT9.txt", index: 1, sha256: String(repeating: "a", count: 64), format: .png)
+        #expect(name == "_LPT9.txt-_com1.png")
+    }
+
+    @Test func threeHundredCharactersAreCutToTheLimitKeepingTheExtension() {
+        let name = NameTemplate("{title}-{id}.{ext}").render(
+            provider: "openverse", id: String(repeating: "i", count: 300), title: String(repeating: "é", count: 300),
+            index: 1, sha256: String(repeating: "a", count: 64), format: .jpeg
+        )
+        #expect(name.utf8.count <= FileNaming.maximumLength)
+        #expect(name.hasSuffix(".jpg"))
+        #expect(Self.isSafe(name))
+    }
+
+    @Test func namesThatDifferOnlyInCaseNeverBothAppear() async throws {
+        // Given two images whose wanted names differ only in case
+        let directory = TemporaryDirectory()
+        let folder = try OutputFolder(directory: directory.url)
+        let committer = ImageCommitter(folder: folder, isSyncEnabled: false)
+        var names: [String] = []
+        for (seed, stem) in [(1, "Photo"), (2, "photo"), (3, "PHOTO")] {
+            let data = TestImages.png(width: 4, height: 4, seed: UInt64(seed))
+            let temporary = try AtomicFile.makeTemporary(in: directory.url)
+            _ = data.withUnsafeBytes { write(temporary.descriptor, $0.baseAddress, $0.count) }
+            close(temporary.descriptor)
+            let image = VerifiedImage(
+                url: URL(string: "http://x.test/\(seed)")!, effectiveURL: URL(string: "http://x.test/\(seed)")!, temporaryFile: temporary.url,
+                info: try ImageValidator().validate(data), bytes: Int64(data.count), sha256: sha256Hex(data), source: .network, attempts: 1, fetchedAt: Date()
+            )
+            // When each is committed
+            let outcome = await withCheckedContinuation { continuation in
+                committer.commit(ImageCommitter.Item(
+                    image: image, stem: stem,
+                    record: { ManifestRecord(file: $0, url: image.url.absoluteString, width: 4, height: 4, bytes: image.bytes, sha256: image.sha256, format: "png", fetchedAt: image.fetchedAt) },
+                    completion: { continuation.resume(returning: $0) }
+                ))
+            }
+            guard case let .saved(record) = outcome else { Issue.record("not saved: \(outcome)"); continue }
+            names.append(record.file)
+        }
+        // Then the first keeps its name and the others get a hash suffix: no two differ only in case
+        #expect(names.first == "Photo.png")
+        #expect(names.count == 3)
+        #expect(Set(names.map { $0.lowercased() }).count == 3, "\(names)")
+    }
+}
