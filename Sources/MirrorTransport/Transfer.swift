@@ -111,17 +111,31 @@ final class Transfer: @unchecked Sendable {
 
     // MARK: Callbacks (driver thread)
 
+    /// Parses one header line as bytes (this runs for every header of every response, so no Foundation
+    /// string work): a status line starts a new response; `Name: value` is kept with the name lowercased.
     fileprivate func receiveHeader(_ line: UnsafeBufferPointer<UInt8>) {
-        guard let text = String(bytes: line, encoding: .isoLatin1)?.trimmingCharacters(in: .whitespacesAndNewlines),
-              !text.isEmpty else { return }
-        if text.hasPrefix("HTTP/") {
-            // A new response (after a redirect or a 100 Continue): forget the previous one's headers.
+        func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0D || byte == 0x0A }
+        var end = line.count
+        while end > 0, isSpace(line[end - 1]) { end -= 1 }
+        guard end > 0 else { return }
+        if end >= 5, line[0] == 0x48, line[1] == 0x54, line[2] == 0x54, line[3] == 0x50, line[4] == 0x2F {
+            // "HTTP/": a new response (after a redirect or a 100 Continue): forget the previous one's headers.
             headers.removeAll(keepingCapacity: true)
             return
         }
-        guard let colon = text.firstIndex(of: ":") else { return }
-        let name = text[..<colon].trimmingCharacters(in: .whitespaces).lowercased()
-        let value = text[text.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        guard let colon = line[0..<end].firstIndex(of: 0x3A) else { return }
+        var nameEnd = colon
+        while nameEnd > 0, isSpace(line[nameEnd - 1]) { nameEnd -= 1 }
+        var valueStart = colon + 1
+        while valueStart < end, isSpace(line[valueStart]) { valueStart += 1 }
+        let name = String(unsafeUninitializedCapacity: nameEnd) { buffer in
+            for index in 0..<nameEnd {
+                let byte = line[index]
+                buffer[index] = (0x41...0x5A).contains(byte) ? byte | 0x20 : byte
+            }
+            return nameEnd
+        }
+        let value = String(decoding: UnsafeBufferPointer(rebasing: line[valueStart..<end]), as: UTF8.self)
         headers.append((name, value))
     }
 

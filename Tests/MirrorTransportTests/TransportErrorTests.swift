@@ -53,13 +53,11 @@ struct TransportErrorTests {
     @Test func stallIsDetected() async {
         defer { finish() }
         // The server sends 100 bytes of 10,000, then nothing.
-        let started = ContinuousClock.now
         let result = await fetch(driver, server.url("/stall?prefix=100&length=10000")) {
             $0.stall = .init(minimumBytesPerSecond: 500, window: .seconds(1))
         }
+        // The stall detector, not some other timeout, ended it (there is no total timeout here).
         #expect(result.failure == .stalled(bytesPerSecond: 500, seconds: 1))
-        // Detected after the one-second window, not after some unrelated timeout.
-        #expect(ContinuousClock.now - started < .seconds(10))
     }
 
     @Test func slowButSteadyDripIsNotAStall() async {

@@ -75,6 +75,8 @@ public final class DownloadManager: Sendable {
         var gateID: Int?
         var operation: ImageDownloadOperation?
         var cancelled = false
+        /// Between attempts: waiting for the retry timer, holding no slot.
+        var waitingForRetry = false
     }
 
     private struct State {
@@ -182,22 +184,23 @@ public final class DownloadManager: Sendable {
     }
 
     private func cancel(id: Int) {
-        let (operation, withdrawn) = state.withLock { state -> (ImageDownloadOperation?, Bool) in
+        let (operation, endNow) = state.withLock { state -> (ImageDownloadOperation?, Bool) in
             guard var ticket = state.tickets[id], !ticket.cancelled else { return (nil, false) }
             ticket.cancelled = true
             state.tickets[id] = ticket
+            // Between attempts there is nothing to stop: end now rather than when the (maybe 30 s) timer fires.
+            if ticket.waitingForRetry { return (nil, true) }
             let host = ticket.request.url.host ?? ""
             if let gateID = ticket.gateID, gate.withdraw(host: host, id: gateID) {
                 return (nil, true)
             }
             return (ticket.operation, false)
         }
-        if withdrawn {
+        if endNow {
             end(id, .failure(.cancelled))
         } else {
             operation?.cancel()
         }
-        // A ticket waiting for a retry timer ends when the timer fires and sees the flag.
     }
 
     // MARK: Attempts
@@ -248,6 +251,7 @@ public final class DownloadManager: Sendable {
                     ticket.attempt += 1
                     ticket.operation = nil
                     ticket.gateID = nil
+                    ticket.waitingForRetry = true
                     state.tickets[id] = ticket
                 }
                 return decision
@@ -265,12 +269,14 @@ public final class DownloadManager: Sendable {
                     context.emit(.retrying(url, attempt: attempt, delay: delay, reason: error.description))
                 }
                 timers.asyncAfter(deadline: .now() + .nanoseconds(Self.nanoseconds(delay))) { [self] in
-                    let cancelled = state.withLock { $0.tickets[id]?.cancelled ?? true }
-                    if cancelled {
-                        end(id, .failure(.cancelled))
-                    } else {
-                        submit(id)
+                    // A ticket cancelled meanwhile has already ended; the rest go on with their next attempt.
+                    let proceed = state.withLock { state -> Bool in
+                        guard var ticket = state.tickets[id], !ticket.cancelled else { return false }
+                        ticket.waitingForRetry = false
+                        state.tickets[id] = ticket
+                        return true
                     }
+                    if proceed { submit(id) }
                 }
             }
         }

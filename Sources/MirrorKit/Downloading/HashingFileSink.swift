@@ -61,7 +61,7 @@ final class HashingFileSink: TransferSink, @unchecked Sendable {
 
     /// The SHA-256 of everything written, lowercase hex.
     func digest() -> String {
-        hasher.finalize().map { String(format: "%02x", $0) }.joined()
+        hasher.finalize().hexString
     }
 
     private static func rejection(for head: Data) -> ImageRejection {

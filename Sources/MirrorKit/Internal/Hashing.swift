@@ -32,7 +32,7 @@ func sha256Hex(fileAt url: URL) throws -> String {
     return hasher.finalize().hexString
 }
 
-private extension Sequence<UInt8> {
+extension Sequence<UInt8> {
     /// The bytes as lowercase hex, two digits each.
     var hexString: String {
         let digits = Array("0123456789abcdef".utf8)

@@ -4,10 +4,10 @@ import Synchronization
 /// Publishes verified images into an output folder in batches: no duplicate bytes, no clobbered
 /// names, never more than allowed, and crash-safe at every instant.
 ///
-/// Images arrive from many threads; one serial queue publishes whatever has accumulated, so batches
-/// grow by themselves under load. For each batch: drop duplicates (by SHA-256, against the folder and
-/// within the batch) and anything beyond the admission limit; pick a free name for each survivor;
-/// fsync the files; write the batch to the journal; link each file into place; fsync the folder;
+/// Images arrive from many threads and are fsynced on arrival, in parallel; one serial queue then
+/// publishes whatever has accumulated, so batches grow by themselves under load. For each batch: drop
+/// duplicates (by SHA-256, against the folder and within the batch) and anything beyond the admission
+/// limit; pick a free name for each survivor; write the batch to the journal; link each file into place; fsync the folder;
 /// record the batch in the state database in one transaction; append the manifest lines; clear the journal. A kill before the links leaves only temporary files
 /// (deleted next run); a kill after leaves files the journal names (verified and adopted next run).
 public final class ImageCommitter: Sendable {
@@ -33,6 +33,8 @@ public final class ImageCommitter: Sendable {
         /// Builds the manifest record once the file name is known.
         public var record: @Sendable (_ fileName: String) -> ManifestRecord
         public var completion: @Sendable (Outcome) -> Void
+        /// Set when the file could not be synced; the item then fails.
+        var syncError: FileError?
 
         public init(
             image: VerifiedImage, stem: String, name: (@Sendable (_ index: Int) -> String)? = nil,
@@ -63,6 +65,7 @@ public final class ImageCommitter: Sendable {
     /// Images admitted at most in this run, or nil for no limit.
     public let admissionLimit: Int?
     private let queue = DispatchQueue(label: "mirror.commit")
+    private let syncPool = BlockingPool(maximumThreads: 8, name: "mirror.fsync")
     private let state = Mutex(State())
 
     public init(folder: OutputFolder, store: StateStore? = nil, isSyncEnabled: Bool = true, admissionLimit: Int? = nil) {
@@ -76,10 +79,30 @@ public final class ImageCommitter: Sendable {
     public var admittedCount: Int { state.withLock { $0.admitted } }
 
     /// Queues an image for publication; its completion runs on the commit queue.
+    ///
+    /// With syncing on, the file is fsynced first on the sync pool, in parallel with other files
+    /// (ext4 shares the flushes of concurrent fsyncs), so that a batch only syncs the journal, the
+    /// folder, the database and the manifest.
     public func commit(_ item: Item) {
+        state.withLock { $0.inFlight += 1 }
+        guard isSyncEnabled else {
+            enqueue(item)
+            return
+        }
+        syncPool.submit { [self] in
+            var item = item
+            do throws(FileError) {
+                try syncFile(item.image.temporaryFile)
+            } catch {
+                item.syncError = error
+            }
+            enqueue(item)
+        }
+    }
+
+    private func enqueue(_ item: Item) {
         let schedule = state.withLock { state -> Bool in
             state.pending.append(item)
-            state.inFlight += 1
             defer { state.flushScheduled = true }
             return !state.flushScheduled
         }
@@ -126,6 +149,10 @@ public final class ImageCommitter: Sendable {
         var admitted = state.withLock { $0.admitted }
 
         for (index, item) in batch.enumerated() {
+            if let syncError = item.syncError {
+                outcomes[index] = .failed(syncError)
+                continue
+            }
             let digest = item.image.sha256
             if let existing = folder.file(withSHA256: digest) ?? batchDigests[digest] {
                 outcomes[index] = .duplicate(of: existing)
@@ -143,9 +170,6 @@ public final class ImageCommitter: Sendable {
         }
 
         do throws(FileError) {
-            if isSyncEnabled {
-                for entry in accepted { try syncFile(batch[entry.index].image.temporaryFile) }
-            }
             try folder.writeJournal(accepted.map(\.record), sync: isSyncEnabled)
             for entry in accepted {
                 try AtomicFile.publish(batch[entry.index].image.temporaryFile, as: folder.directory.appendingPathComponent(entry.name))

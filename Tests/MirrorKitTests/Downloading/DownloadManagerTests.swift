@@ -286,3 +286,32 @@ struct DownloadManagerTests {
         #expect(server.requestCount(path: "/cached.png") == 1)
     }
 }
+
+@Suite("Download manager cancellation between attempts")
+struct RetryWaitCancellationTests {
+    @Test func cancellingDuringARetryWaitEndsAtOnce() async throws {
+        // Given a download whose server asks it to come back in 30 s
+        let server = try TestServer.start()
+        defer { server.stop() }
+        server.route("/later.png", .status(503, headers: [("Retry-After", "30")]))
+        let folder = TemporaryDirectory()
+        let manager = makeManager { $0.retry.maximumRetryAfter = .seconds(60) }
+        let outcomes = Outcomes()
+        let url = server.url("/later.png")
+        manager.download(DownloadRequest(url: url, directory: folder.url)) { outcomes.record(url, $0) }
+        #expect(await eventually { server.requestCount(path: "/later.png") == 1 })
+        try await Task.sleep(for: .milliseconds(50))
+
+        // When everything is cancelled while it waits
+        let started = ContinuousClock.now
+        manager.cancelAll()
+        await manager.waitUntilIdle()
+        let elapsed = ContinuousClock.now - started
+        await manager.shutdown()
+
+        // Then it ends cancelled at once, not when the 30 s timer fires
+        #expect(outcomes.all[url]?.failure == .cancelled)
+        #expect(elapsed < .seconds(2))
+        #expect(server.requestCount(path: "/later.png") == 1)
+    }
+}
