@@ -356,4 +356,48 @@ struct FaultMatrixTests {
         expectRejected(outcome, reason: "dns", status: 5)
         #expect(outcome.run.stderr.contains("could not resolve host no-such-host.invalid"))
     }
+    @Test func aSelfSignedCertificateIsRefused() throws {
+        // Given an HTTPS server (openssl s_server) on loopback with a self-signed certificate for 127.0.0.1
+        let openssl = "/usr/bin/openssl"
+        try #require(FileManager.default.isExecutableFile(atPath: openssl), "needs openssl to serve TLS")
+        let work = TemporaryFolder()
+        let generate = Process()
+        generate.executableURL = URL(fileURLWithPath: openssl)
+        generate.arguments = ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+                              "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", work.file("key.pem").path, "-out", work.file("cert.pem").path]
+        generate.standardOutput = FileHandle.nullDevice
+        generate.standardError = FileHandle.nullDevice
+        try generate.run()
+        generate.waitUntilExit()
+        try #require(generate.terminationStatus == 0)
+        let port = Int.random(in: 20_000...60_000)
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: openssl)
+        server.arguments = ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", work.file("cert.pem").path, "-key", work.file("key.pem").path, "-www", "-quiet"]
+        server.standardInput = Pipe()
+        server.standardOutput = FileHandle.nullDevice
+        server.standardError = FileHandle.nullDevice
+        try server.run()
+        // s_server does not stop on SIGTERM
+        defer { kill(server.processIdentifier, SIGKILL); server.waitUntilExit() }
+        // Wait until it listens
+        for _ in 0..<100 {
+            let probe = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = in_port_t(UInt16(port).bigEndian)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let connected = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(probe, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+            close(probe)
+            if connected == 0 { break }
+            usleep(50_000)
+        }
+
+        // When mirror fetches from it
+        let outcome = try mirror([URL(string: "https://127.0.0.1:\(port)/image.png")!], ["--retries", "0"])
+
+        // Then the certificate is not trusted: a TLS failure, nothing saved, no retry (it will not get better)
+        expectRejected(outcome, reason: "tls", status: 3)
+        #expect(outcome.run.stderr.contains("TLS failure"), "stderr: \(outcome.run.stderr)")
+    }
 }
