@@ -68,12 +68,16 @@ public enum RetryAfter {
             return seconds >= 0 ? .seconds(seconds) : nil
         }
         guard let date = httpDate(trimmed) else { return nil }
-        let interval = max(0, date.timeIntervalSince(now))
+        // Clamped to 1e12 s (about 31,700 years) so the milliseconds fit Int64 whatever year the date names.
+        let interval = min(max(0, date.timeIntervalSince(now)), 1e12)
         return .milliseconds(Int64((interval * 1000).rounded(.up)))
     }
 
     /// Parses the IMF-fixdate form and the two obsolete forms an HTTP-date may take.
     public static func httpDate(_ value: String) -> Date? {
+        // HTTP-dates are printable ASCII. Anything else never reaches DateFormatter, whose Linux implementation traps
+        // on some non-ASCII text ("Incorrect range CFRange" for "We\u{301}h,stps"; found by scripts/fuzz).
+        guard !value.isEmpty, value.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else { return nil }
         for format in ["EEE, dd MMM yyyy HH:mm:ss zzz", "EEEE, dd-MMM-yy HH:mm:ss zzz", "EEE MMM d HH:mm:ss yyyy"] {
             let formatter = DateFormatter()
             formatter.locale = Locale(identifier: "en_US_POSIX")

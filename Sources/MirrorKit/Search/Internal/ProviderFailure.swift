@@ -10,11 +10,20 @@ enum RetryAfterHeader {
             return seconds > 0 ? .seconds(seconds) : nil
         }
         if let seconds = Double(value), seconds.isFinite {
-            return seconds > 0 ? .milliseconds(Int((seconds * 1000).rounded())) : nil
+            return milliseconds(seconds)
         }
         guard let date = httpDate(value) else { return nil }
-        let interval = date.timeIntervalSince(now)
-        return interval > 0 ? .milliseconds(Int((interval * 1000).rounded())) : nil
+        return milliseconds(date.timeIntervalSince(now))
+    }
+
+    /// The longest delay represented exactly: about 31,700 years, far beyond any retry limit, and small enough
+    /// that its milliseconds fit an `Int` (`"retry-after: 1e300"` trapped the conversion; found by scripts/fuzz).
+    static let longestDelay: Double = 1e12
+
+    /// `seconds` as a positive duration with millisecond precision, clamped to ``longestDelay``; nil when not positive.
+    private static func milliseconds(_ seconds: Double) -> Duration? {
+        guard seconds > 0 else { return nil }
+        return .milliseconds(Int((min(seconds, longestDelay) * 1000).rounded()))
     }
 
     /// The delay a response asks for: `Retry-After` measured from the response's own `Date` header when present
@@ -26,6 +35,9 @@ enum RetryAfterHeader {
 
     /// Parses IMF-fixdate, and the obsolete RFC 850 and asctime forms.
     static func httpDate(_ text: String) -> Date? {
+        // HTTP-dates are printable ASCII. Anything else never reaches DateFormatter, whose Linux implementation traps
+        // on some non-ASCII text ("Incorrect range CFRange" for "We\u{301}h,stps"; found by scripts/fuzz).
+        guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else { return nil }
         let formats = ["EEE, dd MMM yyyy HH:mm:ss zzz", "EEEE, dd-MMM-yy HH:mm:ss zzz", "EEE MMM d HH:mm:ss yyyy"]
         for format in formats {
             // DateFormatter is not Sendable; a local one per call keeps providers free of shared state.

@@ -127,12 +127,15 @@ public struct FlickrProvider: ImageProvider {
         let continuation: SearchPage.Continuation
         if items.isEmpty || page >= pages {
             continuation = .exhausted
-        } else if page * perPage >= Self.resultCap {
+        } else if page.multipliedSaturating(by: perPage) >= Self.resultCap {
             continuation = .capped
         } else {
             continuation = .more
         }
-        return SearchPage(results: results, next: .page(page + 1), continuation: continuation, reportedTotal: photos["total"]?.int)
+        return SearchPage(
+            results: results, next: page.addingChecked(1).map(PageCursor.page), continuation: continuation,
+            reportedTotal: photos["total"]?.int
+        )
     }
 
     /// An NSID such as `7478087@N06` kept literal (`@` is legal in a path), anything odder percent-encoded.

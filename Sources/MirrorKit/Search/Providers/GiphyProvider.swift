@@ -92,7 +92,7 @@ public struct GiphyProvider: ImageProvider {
         let offset = pagination["offset"]?.int ?? { if case .offset(let offset) = cursor { return offset } else { return 0 } }()
         let count = pagination["count"]?.int ?? items.count
         let total = pagination["total_count"]?.int
-        let next = offset + max(count, items.count)
+        let next = offset.addingChecked(max(count, items.count)) ?? .max
         let continuation: SearchPage.Continuation
         if items.isEmpty || count == 0 || (total.map { next >= $0 } ?? false) {
             continuation = .exhausted

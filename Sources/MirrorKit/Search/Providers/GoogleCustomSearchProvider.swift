@@ -94,7 +94,7 @@ public struct GoogleCustomSearchProvider: ImageProvider {
         }
         let offset: Int = { if case .offset(let offset) = cursor { return offset } else { return 0 } }()
         let request = json["queries"]?["request"]?[0]
-        let start = request?["startIndex"]?.int ?? offset + 1
+        let start = request?["startIndex"]?.int ?? offset.addingChecked(1) ?? .max
         let total = json["searchInformation"]?["totalResults"]?.int ?? request?["totalResults"]?.int
         guard let items = json["items"]?.array, !items.isEmpty else {
             return SearchPage(results: [], next: nil, continuation: .exhausted, reportedTotal: total)
@@ -103,8 +103,10 @@ public struct GoogleCustomSearchProvider: ImageProvider {
         guard let nextStart = json["queries"]?["nextPage"]?[0]?["startIndex"]?.int else {
             return SearchPage(results: results, next: nil, continuation: .exhausted, reportedTotal: total)
         }
-        let continuation: SearchPage.Continuation = Self.resultCap - nextStart >= 1 && nextStart > start ? .more : .capped
-        return SearchPage(results: results, next: .offset(nextStart - 1), continuation: continuation, reportedTotal: total)
+        // Compared, not subtracted: nextStart comes from the body and may be Int.min (found by scripts/fuzz).
+        let continuation: SearchPage.Continuation = nextStart < Self.resultCap && nextStart > start ? .more : .capped
+        let next = nextStart > start ? PageCursor.offset(nextStart - 1) : nil
+        return SearchPage(results: results, next: next, continuation: continuation, reportedTotal: total)
     }
 
     private func classifyError(_ response: APIResponse) -> ProviderError {

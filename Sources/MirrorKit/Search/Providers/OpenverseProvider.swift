@@ -212,7 +212,7 @@ public struct OpenverseProvider: ImageProvider {
         } else {
             continuation = .more
         }
-        return SearchPage(results: results, next: .page(page + 1), continuation: continuation, reportedTotal: resultCount)
+        return SearchPage(results: results, next: page.addingChecked(1).map(PageCursor.page), continuation: continuation, reportedTotal: resultCount)
     }
 
     static func result(_ item: ProviderJSON) -> ImageResult? {

@@ -73,7 +73,7 @@ public struct PexelsProvider: ImageProvider {
         let hasNext = json["next_page"]?.nonEmptyString != nil && !photos.isEmpty
         return SearchPage(
             results: results,
-            next: .page(page + 1),
+            next: page.addingChecked(1).map(PageCursor.page),
             continuation: hasNext ? .more : .exhausted,
             reportedTotal: json["total_results"]?.int
         )

@@ -98,12 +98,12 @@ public struct PixabayProvider: ImageProvider {
         let totalHits = json["totalHits"]?.int ?? 0
         let total = json["total"]?.int ?? totalHits
         let continuation: SearchPage.Continuation
-        if hits.isEmpty || page * pageSize >= totalHits {
+        if hits.isEmpty || page.multipliedSaturating(by: pageSize) >= totalHits {
             continuation = !hits.isEmpty && total > totalHits ? .capped : .exhausted
         } else {
             continuation = .more
         }
-        return SearchPage(results: results, next: .page(page + 1), continuation: continuation, reportedTotal: total)
+        return SearchPage(results: results, next: page.addingChecked(1).map(PageCursor.page), continuation: continuation, reportedTotal: total)
     }
 
     static func result(_ hit: ProviderJSON) -> ImageResult? {

@@ -93,7 +93,10 @@ public struct UnsplashProvider: ImageProvider {
         } else {
             continuation = .more
         }
-        return SearchPage(results: results, next: .page(page + 1), continuation: continuation, reportedTotal: json["total"]?.int)
+        return SearchPage(
+            results: results, next: page.addingChecked(1).map(PageCursor.page), continuation: continuation,
+            reportedTotal: json["total"]?.int
+        )
     }
 
     static func result(_ photo: ProviderJSON) -> ImageResult? {
