@@ -244,7 +244,7 @@ struct HostileInputTests {
     }
 
     @Test func aFullDiskEndsWithExit1AndLosesNothingSaved() throws {
-        // Given a 192 KiB tmpfs (in a private mount namespace) holding a folder with 5 images, and 2–3 KB images
+        // Given a 768 KiB tmpfs (in a private mount namespace) holding a folder with 5 images, and 2–3 KB images
         let api = try emulator { $0.imageBytes = 2_000...3_000 }
         defer { api.stop() }
         let report = TemporaryFolder()
@@ -253,7 +253,7 @@ struct HostileInputTests {
         let out = disk + "/out"
         // The outcome is copied out of the tmpfs before the namespace (and the tmpfs) goes away.
         let script = """
-        mkdir -p '\(disk)' && mount -t tmpfs -o size=192k tmpfs '\(disk)' || exit 99
+        mkdir -p '\(disk)' && mount -t tmpfs -o size=768k tmpfs '\(disk)' || exit 99
         '\(mirror)' kittens --count 5 --out '\(out)' --provider openverse --no-cache --quiet || exit 98
         cp '\(out)/manifest.jsonl' '\(report.path)/manifest-before.jsonl'
         '\(mirror)' kittens --count 400 --out '\(out)' --provider openverse --no-cache --quiet --json > '\(report.path)/summary.json' 2> '\(report.path)/stderr.txt'

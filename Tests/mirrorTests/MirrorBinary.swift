@@ -17,11 +17,7 @@ struct MirrorBinary {
 
     /// Runs `mirror` with arguments, optional standard input and extra environment; waits for it to exit.
     static func run(_ arguments: [String], stdin: String? = nil, environment: [String: String] = [:]) throws -> Run {
-        let process = try start(arguments, stdin: stdin, environment: environment)
-        let stdout = process.standardOutputData()
-        let stderr = process.standardErrorData()
-        process.process.waitUntilExit()
-        return Run(status: process.process.terminationStatus, stdout: String(decoding: stdout(), as: UTF8.self), stderr: String(decoding: stderr(), as: UTF8.self))
+        try start(arguments, stdin: stdin, environment: environment).finish()
     }
 
     /// A running `mirror`, for tests that signal or kill it.
@@ -51,18 +47,14 @@ struct MirrorBinary {
             }
         }
 
-        func standardOutputData() -> () -> Data {
-            { [self] in group.wait(); return outData }
-        }
-
-        func standardErrorData() -> () -> Data {
-            { [self] in group.wait(); return errData }
-        }
-
         /// Waits for the exit and returns what it printed.
+        /// The throwaway cache folder this run was given; removed when it finishes.
+        var cacheFolder: URL?
+
         func finish() -> Run {
             process.waitUntilExit()
             group.wait()
+            if let cacheFolder { try? FileManager.default.removeItem(at: cacheFolder) }
             return Run(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self), stderr: String(decoding: errData, as: UTF8.self))
         }
     }
@@ -73,10 +65,12 @@ struct MirrorBinary {
         process.arguments = arguments
         var env = ProcessInfo.processInfo.environment
         // Keep tests away from the user's cache unless a test asks for one.
-        env["XDG_CACHE_HOME"] = FileManager.default.temporaryDirectory.appendingPathComponent("mirror-e2e-cache-\(UUID().uuidString)").path
+        let cacheFolder = FileManager.default.temporaryDirectory.appendingPathComponent("mirror-e2e-cache-\(UUID().uuidString)")
+        env["XDG_CACHE_HOME"] = cacheFolder.path
         for (key, value) in environment { env[key] = value }
         process.environment = env
         let running = Running(process: process)
+        running.cacheFolder = cacheFolder
         let input = Pipe()
         process.standardInput = input
         try process.run()

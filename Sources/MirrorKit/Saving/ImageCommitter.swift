@@ -169,10 +169,12 @@ public final class ImageCommitter: Sendable {
             accepted.append((index, name, item.record(name)))
         }
 
+        var published: [String] = []
         do throws(FileError) {
             try folder.writeJournal(accepted.map(\.record), sync: isSyncEnabled)
             for entry in accepted {
                 try AtomicFile.publish(batch[entry.index].image.temporaryFile, as: folder.directory.appendingPathComponent(entry.name))
+                published.append(entry.name)
             }
             if isSyncEnabled { try AtomicFile.syncDirectory(folder.directory) }
             // The database row before the manifest line: a kill in between leaves a row and a journal
@@ -180,14 +182,19 @@ public final class ImageCommitter: Sendable {
             do {
                 try store?.insertImages(accepted.map(\.record))
             } catch {
-                throw FileError(operation: "record the images in", path: folder.stateDirectory.appendingPathComponent("state.sqlite").path, code: EIO)
+                throw FileError(
+                    operation: "record the images in", path: folder.stateDirectory.appendingPathComponent("state.sqlite").path,
+                    code: StateStore.errno(for: error)
+                )
             }
             try folder.appendToManifest(accepted.map(\.record), sync: isSyncEnabled)
             for entry in accepted { outcomes[entry.index] = .saved(entry.record) }
             state.withLock { $0.admitted = admitted }
         } catch {
-            // Nothing of this batch reached the manifest; published files stay listed in the journal
-            // and are adopted by the next run, unpublished ones are deleted below.
+            // Nothing of this batch reached the manifest (a failed append is truncated away): take back
+            // the files it published, so that the folder still holds exactly what the manifest lists.
+            // (A kill at this point instead leaves them to the journal, and the next run adopts them.)
+            for name in published { AtomicFile.remove(folder.directory.appendingPathComponent(name)) }
             for entry in accepted { outcomes[entry.index] = .failed(error) }
         }
         for (index, outcome) in outcomes.enumerated() {

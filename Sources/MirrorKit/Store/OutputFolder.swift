@@ -121,7 +121,15 @@ public final class OutputFolder: Sendable {
             guard let line = try? record.jsonLine() else { continue }
             data.append(line)
         }
-        try Self.write(data, to: manifestURL, flags: O_WRONLY | O_CREAT | O_APPEND, sync: sync)
+        // Remember the length, so that a failed append (a full disk mid-write) leaves no partial line.
+        var info = stat()
+        let length = lstat(manifestURL.path, &info) == 0 ? info.st_size : 0
+        do {
+            try Self.write(data, to: manifestURL, flags: O_WRONLY | O_CREAT | O_APPEND, sync: sync)
+        } catch {
+            truncate(manifestURL.path, length)
+            throw error
+        }
         state.withLock { state in
             for record in records { Self.remember(record, in: &state) }
         }

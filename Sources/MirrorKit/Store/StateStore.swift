@@ -208,4 +208,15 @@ public final class StateStore: Sendable {
     public func clearSearches() throws {
         _ = try database.write { db in try db.execute(sql: "DELETE FROM searches") }
     }
+
+    /// The `errno` that best describes a database failure, for one-line messages: a full disk is `ENOSPC`.
+    public static func errno(for error: any Error) -> Int32 {
+        guard let error = error as? DatabaseError else { return EIO }
+        switch error.resultCode {
+        case .SQLITE_FULL: return ENOSPC
+        case .SQLITE_READONLY: return EROFS
+        case .SQLITE_PERM, .SQLITE_AUTH: return EACCES
+        default: return EIO
+        }
+    }
 }
