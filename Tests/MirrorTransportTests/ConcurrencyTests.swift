@@ -13,7 +13,10 @@ struct ConcurrencyTests {
         let driver = CurlMultiDriver()
         defer { driver.shutdown() }
         let completed = Mutex<(Result<HTTPResponse, TransportError>, ContinuousClock.Instant)?>(nil)
-        let task = driver.start(TransferRequest(url: server.url("/stall?prefix=10&length=1000"))) { result in
+        var stalled = TransferRequest(url: server.url("/stall?prefix=10&length=1000"))
+        // Only the cancel may end it, however slow the machine: no stall detection within the test's time.
+        stalled.stall = .init(minimumBytesPerSecond: 1, window: .seconds(600))
+        let task = driver.start(stalled) { result in
             completed.withLock { $0 = (result, .now) }
         }
         #expect(await eventually { server.requestCount(path: "/stall") == 1 })

@@ -121,15 +121,7 @@ public final class OutputFolder: Sendable {
             guard let line = try? record.jsonLine() else { continue }
             data.append(line)
         }
-        // Remember the length, so that a failed append (a full disk mid-write) leaves no partial line.
-        var info = stat()
-        let length = lstat(manifestURL.path, &info) == 0 ? info.st_size : 0
-        do {
-            try Self.write(data, to: manifestURL, flags: O_WRONLY | O_CREAT | O_APPEND, sync: sync)
-        } catch {
-            truncate(manifestURL.path, length)
-            throw error
-        }
+        try Self.append(data, to: manifestURL, sync: sync)
         state.withLock { state in
             for record in records { Self.remember(record, in: &state) }
         }
@@ -159,10 +151,24 @@ public final class OutputFolder: Sendable {
         }
     }
 
-    private static func write(_ data: Data, to url: URL, flags: Int32, sync: Bool) throws(FileError) {
-        let descriptor = open(url.path, flags | O_CLOEXEC | O_NOFOLLOW, 0o644)
+    /// Appends to a file (never through a symlink); if the write fails part-way (a full disk), the file
+    /// is cut back to its old length through the same descriptor, so no partial line remains.
+    private static func append(_ data: Data, to url: URL, sync: Bool) throws(FileError) {
+        let descriptor = open(url.path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0o644)
         guard descriptor >= 0 else { throw FileError(operation: "open", path: url.path, code: errno) }
         defer { close(descriptor) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { throw FileError(operation: "read the size of", path: url.path, code: errno) }
+        do throws(FileError) {
+            try writeAll(data, to: descriptor, path: url.path)
+            if sync, fsync(descriptor) != 0 { throw FileError(operation: "sync", path: url.path, code: errno) }
+        } catch {
+            _ = ftruncate(descriptor, info.st_size)
+            throw error
+        }
+    }
+
+    private static func writeAll(_ data: Data, to descriptor: Int32, path: String) throws(FileError) {
         let written = data.withUnsafeBytes { bytes -> Int in
             guard let base = bytes.baseAddress else { return 0 }
             var offset = 0
@@ -176,7 +182,14 @@ public final class OutputFolder: Sendable {
             }
             return offset
         }
-        if written < 0 { throw FileError(operation: "write", path: url.path, code: errno) }
+        if written < 0 { throw FileError(operation: "write", path: path, code: errno) }
+    }
+
+    private static func write(_ data: Data, to url: URL, flags: Int32, sync: Bool) throws(FileError) {
+        let descriptor = open(url.path, flags | O_CLOEXEC | O_NOFOLLOW, 0o644)
+        guard descriptor >= 0 else { throw FileError(operation: "open", path: url.path, code: errno) }
+        defer { close(descriptor) }
+        try writeAll(data, to: descriptor, path: url.path)
         if sync, fsync(descriptor) != 0 { throw FileError(operation: "sync", path: url.path, code: errno) }
     }
 
