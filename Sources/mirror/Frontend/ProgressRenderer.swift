@@ -50,6 +50,10 @@ final class ProgressRenderer: Sendable {
         report("failed \(Self.redacted(url)): \(reason)")
     }
 
+    func retrying(_ url: URL, attempt: Int, delay: Duration, reason: String) {
+        report(String(format: "retrying %@ (attempt %d in %.1fs): %@", Self.redacted(url), attempt, delay.seconds, reason))
+    }
+
     func note(_ line: String) {
         report(line)
     }

@@ -122,47 +122,28 @@ struct Search: AsyncParsableCommand {
             return
         }
         let renderer = ProgressRenderer(mode: ProgressRenderer.mode(quiet: outputOptions.quiet), target: count)
-        let work = Task {
+        let (summary, interrupted) = try await runInterruptibly(renderer: renderer) {
             try await job.run { event in
                 switch event {
                 case let .saved(record, source): renderer.saved(record, source: source)
                 case let .failed(url, error): renderer.failed(url, error.description)
                 case .duplicate, .filtered: break
-                case let .retrying(url, attempt, delay, reason):
-                    renderer.note(String(format: "retrying %@ (attempt %d in %.1fs): %@", ProgressRenderer.redacted(url), attempt, delay.seconds, reason))
+                case let .retrying(url, attempt, delay, reason): renderer.retrying(url, attempt: attempt, delay: delay, reason: reason)
                 }
             }
         }
-        let interrupts = InterruptHandler { work.cancel() }
-        let summary: MirrorJob.Summary
-        do {
-            summary = try await work.value
-        } catch {
-            renderer.finish()
-            let (message, status) = describe(error)
-            printError(message)
-            throw status.exitCode
-        }
-        renderer.finish()
         var result = summary
-        result.interrupted = result.interrupted || interrupts.wasInterrupted
+        result.interrupted = result.interrupted || interrupted
         report(result)
         throw status(of: result).exitCode
     }
 
     private func runDry(_ job: MirrorJob) async throws {
-        let work = Task { try await job.candidates() }
-        let interrupts = InterruptHandler { work.cancel() }
-        do {
-            for result in try await work.value {
-                print(result.imageURL.absoluteString)
-            }
-        } catch {
-            if interrupts.wasInterrupted { throw ExitStatus.interrupted.exitCode }
-            let (message, status) = describe(error)
-            printError(message)
-            throw status.exitCode
+        let (results, interrupted) = try await runInterruptibly(renderer: ProgressRenderer(mode: .quiet, target: nil)) {
+            try await job.candidates()
         }
+        for result in results { print(result.imageURL.absoluteString) }
+        if interrupted { throw ExitStatus.interrupted.exitCode }
     }
 
     private func report(_ summary: MirrorJob.Summary) {

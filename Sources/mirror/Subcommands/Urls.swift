@@ -46,31 +46,19 @@ struct Urls: AsyncParsableCommand {
             configuration.downloads.cache = DiskCache(directory: directory)
         }
         let job = URLListJob(configuration: configuration)
-        let work = Task {
+        let (summary, interrupted) = try await runInterruptibly(renderer: renderer) {
             try await job.run(urls) { event in
                 switch event {
                 case let .saved(record, source): renderer.saved(record, source: source)
                 case let .failed(url, error): renderer.failed(url, error.description)
                 case let .duplicate(url, existing): renderer.note("duplicate of \(existing): \(ProgressRenderer.redacted(url))")
                 case .skipped: break
-                case let .retrying(url, attempt, delay, reason):
-                    renderer.note(String(format: "retrying %@ (attempt %d in %.1fs): %@", ProgressRenderer.redacted(url), attempt, delay.seconds, reason))
+                case let .retrying(url, attempt, delay, reason): renderer.retrying(url, attempt: attempt, delay: delay, reason: reason)
                 }
             }
         }
-        let interrupts = InterruptHandler { work.cancel() }
-        let summary: URLListJob.Summary
-        do {
-            summary = try await work.value
-        } catch {
-            renderer.finish()
-            let (message, status) = describe(error)
-            printError(message)
-            throw status.exitCode
-        }
-        renderer.finish()
-        report(summary, interrupted: interrupts.wasInterrupted)
-        throw exitStatus(for: summary, interrupted: interrupts.wasInterrupted).exitCode
+        report(summary, interrupted: interrupted)
+        throw exitStatus(for: summary, interrupted: interrupted).exitCode
     }
 
     private func readList() throws -> String {
