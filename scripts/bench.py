@@ -35,7 +35,7 @@ PAGE = os.sysconf("SC_PAGE_SIZE")
 
 FORMAT_MIX = [("jpg", 0.55), ("png", 0.25), ("webp", 0.12), ("gif", 0.08)]
 SIZE_MEDIAN, SIZE_SIGMA, SIZE_MIN, SIZE_MAX = 80_000, 0.9, 22_000, 960_000
-TOOLS = ["mirror", "curl", "aria2c", "wget", "img2dataset"]
+TOOLS = ["mirror", "mirror-nofsync", "curl", "aria2c", "wget", "img2dataset"]
 
 
 def log(message):
@@ -443,9 +443,11 @@ class Tools:
         self.env["no_proxy"] = "127.0.0.1,localhost"
 
     def command(self, tool, list_path, urls, concurrency, out):
-        if tool == "mirror":
+        if tool in ("mirror", "mirror-nofsync"):
+            # mirror-nofsync: the same job without fsync, to show what durability against power loss costs.
+            extra = ["--no-fsync"] if tool == "mirror-nofsync" else []
             return [self.mirror, "urls", list_path, "--out", out, "--concurrency", str(concurrency),
-                    "--per-host", str(min(concurrency, 64)), "--no-cache", "--json", "--quiet"]
+                    "--per-host", str(min(concurrency, 64)), "--no-cache", "--json", "--quiet"] + extra
         if tool == "curl":
             config = list_path + ".curlrc"
             if not os.path.exists(config):
@@ -677,7 +679,7 @@ def write_chart(path, table, tools, latencies, concurrencies, scaling):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    colours = {"mirror": "#d62728", "curl": "#1f77b4", "aria2c": "#2ca02c", "wget": "#7f7f7f",
+    colours = {"mirror": "#d62728", "mirror-nofsync": "#ff9896", "curl": "#1f77b4", "aria2c": "#2ca02c", "wget": "#7f7f7f",
                "img2dataset": "#9467bd"}
     panels = 3 if scaling else 2
     figure, axes = plt.subplots(1, panels, figsize=(6 * panels, 4.6))

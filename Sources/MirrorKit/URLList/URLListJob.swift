@@ -93,51 +93,70 @@ public struct URLListJob: Sendable {
             }
         }
 
+        // One download of the list, from request to published file.
+        let process: @Sendable (URL) async -> Void = { url in
+            let result = await manager.download(DownloadRequest(url: url, directory: folder.directory))
+            switch result {
+            case let .failure(error):
+                if case let .filesystem(fileError) = error { stop(fileError) }
+                summary.withLock {
+                    $0.failed += 1
+                    $0.failures[error.reasonKey, default: 0] += 1
+                    if error.isTransient { $0.hasTransientFailures = true }
+                }
+                onEvent(.failed(url, error))
+            case let .success(image):
+                let outcome = await Self.commit(image, url: url, to: committer)
+                switch outcome {
+                case let .saved(record):
+                    summary.withLock {
+                        $0.saved += 1
+                        $0.bytes += record.bytes
+                        if image.source != .network { $0.cacheHits += 1 }
+                    }
+                    onEvent(.saved(record, source: image.source))
+                case let .duplicate(existing):
+                    summary.withLock { $0.duplicates += 1 }
+                    onEvent(.duplicate(url, of: existing))
+                case .notAdmitted:
+                    break
+                case let .failed(error):
+                    stop(error)
+                    summary.withLock {
+                        $0.failed += 1
+                        $0.failures["filesystem", default: 0] += 1
+                        $0.hasTransientFailures = true
+                    }
+                    onEvent(.failed(url, .filesystem(error)))
+                }
+            }
+        }
+
+        // A window of tasks rather than one per URL: a task costs memory (a 100,000-line list would
+        // otherwise hold 100,000 suspended tasks), and the window is wide enough that URLs of other
+        // hosts are not held up behind a busy host's per-host cap.
+        let window = max(256, configuration.downloads.concurrency * 8)
         await withTaskCancellationHandler {
             await withTaskGroup(of: Void.self) { group in
-                for url in list.urls {
-                    if folder.contains(url: url) {
-                        summary.withLock { $0.skipped += 1 }
-                        onEvent(.skipped(url))
-                        continue
-                    }
-                    group.addTask {
-                        let result = await manager.download(DownloadRequest(url: url, directory: folder.directory))
-                        switch result {
-                        case let .failure(error):
-                            if case let .filesystem(fileError) = error { stop(fileError) }
-                            summary.withLock {
-                                $0.failed += 1
-                                $0.failures[error.reasonKey, default: 0] += 1
-                                if error.isTransient { $0.hasTransientFailures = true }
-                            }
-                            onEvent(.failed(url, error))
-                        case let .success(image):
-                            let outcome = await Self.commit(image, url: url, to: committer)
-                            switch outcome {
-                            case let .saved(record):
-                                summary.withLock {
-                                    $0.saved += 1
-                                    $0.bytes += record.bytes
-                                    if image.source != .network { $0.cacheHits += 1 }
-                                }
-                                onEvent(.saved(record, source: image.source))
-                            case let .duplicate(existing):
-                                summary.withLock { $0.duplicates += 1 }
-                                onEvent(.duplicate(url, of: existing))
-                            case .notAdmitted:
-                                break
-                            case let .failed(error):
-                                stop(error)
-                                summary.withLock {
-                                    $0.failed += 1
-                                    $0.failures["filesystem", default: 0] += 1
-                                    $0.hasTransientFailures = true
-                                }
-                                onEvent(.failed(url, .filesystem(error)))
-                            }
+                var pending = list.urls.makeIterator()
+                var running = 0
+                func startNext() -> Bool {
+                    while fatal.withLock({ $0 == nil }), !Task.isCancelled, let url = pending.next() {
+                        if folder.contains(url: url) {
+                            summary.withLock { $0.skipped += 1 }
+                            onEvent(.skipped(url))
+                            continue
                         }
+                        group.addTask { await process(url) }
+                        return true
                     }
+                    return false
+                }
+                while running < window, startNext() { running += 1 }
+                while running > 0 {
+                    await group.next()
+                    running -= 1
+                    if startNext() { running += 1 }
                 }
             }
         } onCancel: {

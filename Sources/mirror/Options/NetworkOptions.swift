@@ -60,4 +60,7 @@ struct OutputOptions: ParsableArguments {
 
     @Flag(name: .shortAndLong, help: "Print only errors (for cron).")
     var quiet = false
+
+    @Flag(name: .customLong("no-fsync"), help: "Do not fsync saved files: faster; a killed run still leaves no partial file, but a power loss may lose the last images.")
+    var noFsync = false
 }

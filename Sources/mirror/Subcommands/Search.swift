@@ -107,6 +107,7 @@ struct Search: AsyncParsableCommand {
         configuration.licenses = licenses.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() } } ?? []
         configuration.nameTemplate = name.map(NameTemplate.init)
         network.apply(to: &configuration.downloads)
+        configuration.isSyncEnabled = !outputOptions.noFsync
         if !cache.noCache {
             let directory = cache.cacheDirectory.map { URL(fileURLWithPath: $0) } ?? DiskCache.defaultDirectory()
             configuration.downloads.cache = DiskCache(directory: directory)

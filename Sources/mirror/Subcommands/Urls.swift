@@ -41,6 +41,7 @@ struct Urls: AsyncParsableCommand {
 
         var configuration = URLListJob.Configuration(directory: URL(fileURLWithPath: output))
         network.apply(to: &configuration.downloads)
+        configuration.isSyncEnabled = !outputOptions.noFsync
         if !cache.noCache {
             let directory = cache.cacheDirectory.map { URL(fileURLWithPath: $0) } ?? DiskCache.defaultDirectory()
             configuration.downloads.cache = DiskCache(directory: directory)

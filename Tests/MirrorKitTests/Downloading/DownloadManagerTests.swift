@@ -195,12 +195,12 @@ struct DownloadManagerTests {
     }
 
     @Test func cancellingOneLeavesTheOthersRunning() async throws {
-        // Given three slow downloads
+        // Given three slow downloads (about 4 s each, so that the cancel surely lands mid-transfer)
         let server = try TestServer.start()
         defer { server.stop() }
         let png = TestImages.png(width: 50, height: 50, seed: 7)
         for name in ["a", "b", "c"] {
-            server.route("/\(name).png", Response(status: 200, headers: [("Content-Type", "image/png")], body: .drip(png, chunkSize: 1000, interval: .milliseconds(20))))
+            server.route("/\(name).png", Response(status: 200, headers: [("Content-Type", "image/png")], body: .drip(png, chunkSize: 100, interval: .milliseconds(50))))
         }
         let folder = TemporaryDirectory()
         let manager = makeManager()
@@ -309,9 +309,10 @@ struct RetryWaitCancellationTests {
         let elapsed = ContinuousClock.now - started
         await manager.shutdown()
 
-        // Then it ends cancelled at once, not when the 30 s timer fires
+        // Then it ends cancelled at once, not when the 30 s timer fires (the margin allows a sanitized build)
         #expect(outcomes.all[url]?.failure == .cancelled)
-        #expect(elapsed < .seconds(2))
+        print("cancel during a retry wait: \(elapsed)")
+        #expect(elapsed < .seconds(10))
         #expect(server.requestCount(path: "/later.png") == 1)
     }
 }
