@@ -20,7 +20,7 @@ public final class OutputFolder: Sendable {
     }
 
     private struct State {
-        var records: [ManifestRecord] = []
+        var count = 0
         var urls: Set<String> = []
         var filesBySHA: [String: String] = [:]
         /// Saved file names, lowercased.
@@ -78,10 +78,11 @@ public final class OutputFolder: Sendable {
     // MARK: What is saved
 
     /// Images the manifest lists.
-    public var savedCount: Int { state.withLock { $0.records.count } }
+    public var savedCount: Int { state.withLock { $0.count } }
 
-    /// All records, in manifest order.
-    public var records: [ManifestRecord] { state.withLock { $0.records } }
+    /// All records, in manifest order, read from the manifest. (Only what lookups need is kept in memory,
+    /// so that a folder of 100,000 images does not hold 100,000 records.)
+    public var records: [ManifestRecord] { ManifestRecord.read(from: manifestURL) }
 
     /// Whether an image from this URL (normalised with `CacheKey`) is already saved.
     public func contains(url: URL) -> Bool {
@@ -131,7 +132,7 @@ public final class OutputFolder: Sendable {
     // MARK: Helpers
 
     private static func remember(_ record: ManifestRecord, in state: inout State) {
-        state.records.append(record)
+        state.count += 1
         if let url = URL(string: record.url) { state.urls.insert(CacheKey(url: url).normalizedURL) }
         state.filesBySHA[record.sha256] = state.filesBySHA[record.sha256] ?? record.file
         state.names.insert(record.file.lowercased())

@@ -101,7 +101,9 @@ public struct GoogleCustomSearchProvider: ImageProvider {
         }
         let results = items.compactMap(Self.result)
         guard let nextStart = json["queries"]?["nextPage"]?[0]?["startIndex"]?.int else {
-            return SearchPage(results: results, next: nil, continuation: .exhausted, reportedTotal: total)
+            // No next page: the end of the results, or of the 100 the API will ever return.
+            let reachedCap = (start.addingChecked(items.count) ?? .max) >= Self.resultCap
+            return SearchPage(results: results, next: nil, continuation: reachedCap ? .capped : .exhausted, reportedTotal: total)
         }
         // Compared, not subtracted: nextStart comes from the body and may be Int.min (found by scripts/fuzz).
         let continuation: SearchPage.Continuation = nextStart < Self.resultCap && nextStart > start ? .more : .capped

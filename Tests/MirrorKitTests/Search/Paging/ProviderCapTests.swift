@@ -1,0 +1,58 @@
+import Foundation
+@testable import MirrorKit
+import MirrorTestSupport
+import MirrorTransport
+import Testing
+
+/// Every provider paged over loopback against the API emulator, up to its hard cap and not one request past it.
+@Suite("Provider caps against the API emulator", .serialized)
+struct ProviderCapTests {
+    struct Case: Sendable, CustomTestStringConvertible {
+        let provider: String
+        /// Results the provider can reach for one query.
+        let reachable: Int
+        /// Requests that takes, at the provider's page size.
+        let requests: Int
+        var testDescription: String { provider }
+    }
+
+    static let cases: [Case] = [
+        // 20 pages of 20, then page 21 would be refused (HTTP 400).
+        Case(provider: "openverse", reachable: 400, requests: 20),
+        // 8 pages of 500; past 4,000 Flickr repeats its last page.
+        Case(provider: "flickr", reachable: 4_000, requests: 8),
+        // offset ≤ 4,999 in steps of 50: offsets 0…4,950.
+        Case(provider: "giphy", reachable: 5_000, requests: 100),
+        // start + num ≤ 100: 10 pages, the last asking for 9.
+        Case(provider: "google", reachable: 99, requests: 10),
+        // totalHits ≤ 500: 3 pages of 200.
+        Case(provider: "pixabay", reachable: 500, requests: 3),
+        // 200 pages of 30.
+        Case(provider: "unsplash", reachable: 6_000, requests: 200),
+    ]
+
+    @Test(arguments: cases)
+    func pagesToTheCapAndStops(_ testCase: Case) async throws {
+        // Given the emulator and the provider pointed at it
+        let emulator = try APIEmulator.start()
+        defer { emulator.stop() }
+        let provider = try ProviderRegistry.make(named: testCase.provider, environment: emulator.environment, endpointOverride: nil)
+        let driver = CurlMultiDriver()
+        defer { driver.shutdown() }
+        var configuration = SearchFeed.Configuration()
+        configuration.requestInterval = .zero
+        let feed = SearchFeed(
+            providers: [provider], query: SearchQuery(text: "kittens"),
+            client: APIClient(driver: driver, cache: nil), configuration: configuration
+        )
+
+        // When every result is drawn
+        var urls = Set<URL>()
+        while let result = try await feed.next() { urls.insert(result.imageURL) }
+
+        // Then exactly the reachable results arrived, each once, in the minimum number of requests
+        #expect(urls.count == testCase.reachable)
+        #expect(emulator.apiRequestCount(provider: testCase.provider) == testCase.requests)
+        #expect(feed.statistics.perProvider[testCase.provider]?.end == .capped)
+    }
+}
