@@ -10,7 +10,14 @@ public struct URLList: Sendable, Hashable {
     }
 
     /// The URLs, in order, each once (by normalised URL).
-    public var urls: [URL]
+    ///
+    /// Kept as text and made into `URL`s as they are read: a 100,000-line list then costs a few MB less.
+    public var urls: LazyMapCollection<[String], URL> {
+        // Every string here parsed as an http(s) URL when the list was read, so parsing again succeeds.
+        lines.lazy.map { URL(string: $0)! }
+    }
+
+    private var lines: [String]
     /// Lines that were neither blank, a comment, nor a URL.
     public var invalidLines: [InvalidLine]
     /// URLs that appeared again and were dropped.
@@ -18,7 +25,7 @@ public struct URLList: Sendable, Hashable {
 
     /// Parses a list. A line may also hold a URL followed by whitespace and other text, which is ignored.
     public init(parsing text: String) {
-        var urls: [URL] = []
+        var lines: [String] = []
         var invalid: [InvalidLine] = []
         var seen: Set<String> = []
         var repeated = 0
@@ -35,12 +42,12 @@ public struct URLList: Sendable, Hashable {
             }
             let key = CacheKey(url: url).normalizedURL
             if seen.insert(key).inserted {
-                urls.append(url)
+                lines.append(candidate)
             } else {
                 repeated += 1
             }
         }
-        self.urls = urls
+        self.lines = lines
         invalidLines = invalid
         repeatedCount = repeated
     }

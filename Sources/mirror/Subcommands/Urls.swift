@@ -26,14 +26,14 @@ struct Urls: AsyncParsableCommand {
     @OptionGroup var outputOptions: OutputOptions
 
     func run() async throws {
-        let text: String
+        // Parsed inside the do, so that the list's text is freed before the downloads start.
+        let urls: URLList
         do {
-            text = try readList()
+            urls = URLList(parsing: try readList())
         } catch {
             printError("cannot read the URL list \(list): \(error.localizedDescription)")
             throw ExitStatus.usage.exitCode
         }
-        let urls = URLList(parsing: text)
         let renderer = ProgressRenderer(mode: ProgressRenderer.mode(quiet: outputOptions.quiet), target: urls.urls.count)
         if !outputOptions.quiet {
             for line in urls.invalidLines { FileHandle.standardError.write(Data("mirror: skipped \(line)\n".utf8)) }
