@@ -43,18 +43,11 @@ final class HashingFileSink: TransferSink, @unchecked Sendable {
             }
         }
         hasher.update(bufferPointer: chunk)
-        var pointer = chunk.baseAddress
-        var remaining = chunk.count
-        while remaining > 0, let current = pointer {
-            let count = Glibc.write(descriptor, current, remaining)
-            if count < 0 {
-                if errno == EINTR { continue }
-                let error = FileError(operation: "write an image into", path: folder, code: errno)
-                writeError = error
-                throw error
-            }
-            remaining -= count
-            pointer = current + count
+        do {
+            try AtomicFile.writeAll(chunk, to: descriptor, operation: "write an image into", path: folder)
+        } catch {
+            writeError = error
+            throw error
         }
         written += Int64(chunk.count)
     }

@@ -29,6 +29,21 @@ public enum AtomicFile {
         throw FileError(operation: "create a temporary file in", path: directory.path, code: EEXIST)
     }
 
+    /// Writes all of `bytes` to `descriptor`, retrying interrupted and partial writes.
+    public static func writeAll(_ bytes: UnsafeRawBufferPointer, to descriptor: Int32, operation: String = "write", path: String) throws(FileError) {
+        guard var pointer = bytes.baseAddress else { return }
+        var remaining = bytes.count
+        while remaining > 0 {
+            let count = write(descriptor, pointer, remaining)
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw FileError(operation: operation, path: path, code: errno)
+            }
+            remaining -= count
+            pointer += count
+        }
+    }
+
     /// Flushes a file's data to the disk.
     public static func sync(_ descriptor: Int32, path: String) throws(FileError) {
         if fsync(descriptor) != 0 { throw FileError(operation: "sync", path: path, code: errno) }

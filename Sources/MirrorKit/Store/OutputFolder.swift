@@ -170,20 +170,11 @@ public final class OutputFolder: Sendable {
     }
 
     private static func writeAll(_ data: Data, to descriptor: Int32, path: String) throws(FileError) {
-        let written = data.withUnsafeBytes { bytes -> Int in
-            guard let base = bytes.baseAddress else { return 0 }
-            var offset = 0
-            while offset < bytes.count {
-                let count = Glibc.write(descriptor, base + offset, bytes.count - offset)
-                if count < 0 {
-                    if errno == EINTR { continue }
-                    return -1
-                }
-                offset += count
-            }
-            return offset
+        // withUnsafeBytes rethrows untyped errors, so the typed one travels out as a Result.
+        let result = data.withUnsafeBytes { bytes in
+            Result { () throws(FileError) in try AtomicFile.writeAll(bytes, to: descriptor, path: path) }
         }
-        if written < 0 { throw FileError(operation: "write", path: path, code: errno) }
+        try result.get()
     }
 
     private static func write(_ data: Data, to url: URL, flags: Int32, sync: Bool) throws(FileError) {

@@ -1,4 +1,5 @@
 import Foundation
+import MirrorTransport
 
 /// Parses `Retry-After` (RFC 9110: delay-seconds or an HTTP-date).
 enum RetryAfterHeader {
@@ -33,21 +34,10 @@ enum RetryAfterHeader {
         return delay(response.header("retry-after"), now: reference)
     }
 
-    /// Parses IMF-fixdate, and the obsolete RFC 850 and asctime forms.
+    /// Parses IMF-fixdate, and the obsolete RFC 850 and asctime forms (the transport's parser, which also refuses
+    /// non-ASCII text before it reaches DateFormatter).
     static func httpDate(_ text: String) -> Date? {
-        // HTTP-dates are printable ASCII. Anything else never reaches DateFormatter, whose Linux implementation traps
-        // on some non-ASCII text ("Incorrect range CFRange" for "We\u{301}h,stps"; found by scripts/fuzz).
-        guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else { return nil }
-        let formats = ["EEE, dd MMM yyyy HH:mm:ss zzz", "EEEE, dd-MMM-yy HH:mm:ss zzz", "EEE MMM d HH:mm:ss yyyy"]
-        for format in formats {
-            // DateFormatter is not Sendable; a local one per call keeps providers free of shared state.
-            let formatter = DateFormatter()
-            formatter.locale = Locale(identifier: "en_US_POSIX")
-            formatter.timeZone = TimeZone(identifier: "GMT")
-            formatter.dateFormat = format
-            if let date = formatter.date(from: text) { return date }
-        }
-        return nil
+        RetryAfter.httpDate(text)
     }
 }
 
