@@ -38,6 +38,7 @@ let package = Package(
             name: "mirror",
             dependencies: [
                 "MirrorKit",
+                "MirrorTransport",  // its Locked
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -45,6 +46,7 @@ let package = Package(
         .target(
             name: "MirrorTestSupport",
             dependencies: [
+                "MirrorTransport",  // its Locked
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -57,7 +59,7 @@ let package = Package(
         .testTarget(name: "MirrorImagesTests", dependencies: ["MirrorImages"], resources: [.copy("Samples")]),
         .testTarget(name: "MirrorKitTests", dependencies: ["MirrorKit", "MirrorTestSupport"], resources: [.copy("Fixtures")]),
         .testTarget(name: "MirrorTestSupportTests", dependencies: ["MirrorTestSupport"]),
-        .testTarget(name: "mirrorTests", dependencies: ["MirrorTestSupport"]),
+        .testTarget(name: "mirrorTests", dependencies: ["MirrorTransport", "MirrorTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,4 +1,5 @@
 import Foundation
+import MirrorTransport
 import NIOCore
 
 /// Everything the connection handlers and ``TestServer`` share: routes, latency, open channels and counters,

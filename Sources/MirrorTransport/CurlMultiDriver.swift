@@ -1,6 +1,5 @@
 import CCurl
 import Foundation
-import Synchronization
 
 /// Runs every HTTP transfer of a process on one thread that drives a libcurl multi handle.
 ///
@@ -73,7 +72,7 @@ public final class CurlMultiDriver: Sendable {
 
     /// Performs a transfer and returns its response; cancelling the calling task cancels the transfer.
     public func perform(_ request: TransferRequest) async throws(TransportError) -> HTTPResponse {
-        let cancellation = Mutex<CancellationState>(.idle)
+        let cancellation = Locked<CancellationState>(.idle)
         let result: Result<HTTPResponse, TransportError> = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 let task = start(request) { continuation.resume(returning: $0) }
@@ -145,7 +144,7 @@ final class Inbox: @unchecked Sendable {
         var live = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let multi: UnsafeMutableRawPointer
 
     init(multi: UnsafeMutableRawPointer) {

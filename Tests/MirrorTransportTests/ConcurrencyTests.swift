@@ -1,6 +1,6 @@
 import Foundation
 import MirrorTestSupport
-import Synchronization
+import MirrorTransport
 import Testing
 @testable import MirrorTransport
 
@@ -12,7 +12,7 @@ struct ConcurrencyTests {
         defer { server.stop() }
         let driver = CurlMultiDriver()
         defer { driver.shutdown() }
-        let completed = Mutex<(Result<HTTPResponse, TransportError>, ContinuousClock.Instant)?>(nil)
+        let completed = Locked<(Result<HTTPResponse, TransportError>, ContinuousClock.Instant)?>(nil)
         var stalled = TransferRequest(url: server.url("/stall?prefix=10&length=1000"))
         // Only the cancel may end it, however slow the machine: no stall detection within the test's time.
         stalled.stall = .init(minimumBytesPerSecond: 1, window: .seconds(600))
@@ -23,7 +23,7 @@ struct ConcurrencyTests {
         try await Task.sleep(for: .milliseconds(100))
 
         // When another thread cancels it
-        let cancelledAt = Mutex<ContinuousClock.Instant?>(nil)
+        let cancelledAt = Locked<ContinuousClock.Instant?>(nil)
         DispatchQueue.global().async {
             cancelledAt.withLock { $0 = .now }
             task.cancel()
@@ -100,8 +100,8 @@ struct ConcurrencyTests {
         let descriptorsBefore = openDescriptorCount()
         var generator = SystemRandomNumberGenerator()
 
-        let completions = Mutex<[Int: Int]>([:])
-        let outcomes = Mutex<(ok: Int, cancelled: Int, other: Int)>((0, 0, 0))
+        let completions = Locked<[Int: Int]>([:])
+        let outcomes = Locked<(ok: Int, cancelled: Int, other: Int)>((0, 0, 0))
         do {
             let driver = CurlMultiDriver()
             var tasks: [TransferTask] = []

@@ -1,6 +1,6 @@
 import Foundation
 import MirrorTestSupport
-import Synchronization
+import MirrorTransport
 import Testing
 
 /// The fault matrix, image side: `mirror urls --json` (the built binary) against the loopback test server,
@@ -59,7 +59,7 @@ struct FaultMatrixTests {
 
     /// A route that answers with `first` the first `times` requests, then with the PNG.
     func failing(_ server: TestServer, _ path: String, times: Int = 1, _ first: @escaping @Sendable () -> Response) {
-        let count = Mutex(0)
+        let count = Locked(0)
         server.route(prefix: path) { _ in
             let n = count.withLock { value -> Int in
                 value += 1
@@ -120,8 +120,8 @@ struct FaultMatrixTests {
         // Given a 429 whose Retry-After is an HTTP date 3 s (rounded up to a whole second) after it is sent
         let server = try TestServer.start()
         defer { server.stop() }
-        let promised = Mutex<(sentAt: ContinuousClock.Instant, wait: Duration)?>(nil)
-        let count = Mutex(0)
+        let promised = Locked<(sentAt: ContinuousClock.Instant, wait: Duration)?>(nil)
+        let count = Locked(0)
         server.route(prefix: "/dated.png") { _ in
             let n = count.withLock { value -> Int in
                 value += 1

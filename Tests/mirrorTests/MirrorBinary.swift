@@ -15,6 +15,10 @@ struct MirrorBinary {
         return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) } ?? candidates[0]
     }
 
+    /// Whether the executable (built with the tests, so like this process) is instrumented by ThreadSanitizer,
+    /// as under `scripts/sanitize thread`: the TSan runtime is linked into both, so its entry point resolves.
+    static let isThreadSanitized: Bool = dlsym(nil, "__tsan_init") != nil  // nil: RTLD_DEFAULT
+
     /// Runs `mirror` with arguments, optional standard input and extra environment; waits for it to exit.
     static func run(_ arguments: [String], stdin: String? = nil, environment: [String: String] = [:]) throws -> Run {
         try start(arguments, stdin: stdin, environment: environment).finish()

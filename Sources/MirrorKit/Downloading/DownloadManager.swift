@@ -1,7 +1,6 @@
 import Foundation
 import MirrorImages
 import MirrorTransport
-import Synchronization
 
 /// Downloads images concurrently into folders, verifies every one, and retries politely.
 ///
@@ -66,7 +65,7 @@ public final class DownloadManager: Sendable {
     private let ownsDriver: Bool
     private let context: DownloadContext
     private let timers = DispatchQueue(label: "mirror.retry-timers")
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     private struct Ticket {
         let request: DownloadRequest
@@ -135,7 +134,7 @@ public final class DownloadManager: Sendable {
 
     /// Downloads one image and returns how it ended; cancelling the task cancels the download.
     public func download(_ request: DownloadRequest) async -> DownloadResult {
-        let ticket = Mutex<DownloadTicket?>(nil)
+        let ticket = Locked<DownloadTicket?>(nil)
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 let started = download(request) { continuation.resume(returning: $0) }

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import MirrorTransport
 
 /// Keeps each host under its concurrency cap, and holds a host back while it asked us to wait.
 ///
@@ -36,7 +36,7 @@ final class HostGate: Sendable {
 
     let perHost: Int
     let recoveryStreak: Int
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let timers = DispatchQueue(label: "mirror.host-gate")
 
     /// - Parameters:

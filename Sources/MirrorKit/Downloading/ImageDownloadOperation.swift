@@ -1,7 +1,6 @@
 import Foundation
 import MirrorImages
 import MirrorTransport
-import Synchronization
 
 /// One attempt at one image: a cancellable asynchronous `Operation` that streams the body into a
 /// temporary file in the destination folder (hashing as it goes), verifies the bytes, and finishes
@@ -22,8 +21,8 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
     let attempt: Int
     private let context: DownloadContext
     private let completion: @Sendable (Outcome) -> Void
-    // The only mutable state; the Mutex guards it.
-    private let transfer = Mutex<TransferTask?>(nil)
+    // The only mutable state; its lock guards it.
+    private let transfer = Locked<TransferTask?>(nil)
 
     init(request: DownloadRequest, attempt: Int, context: DownloadContext, completion: @escaping @Sendable (Outcome) -> Void) {
         self.request = request

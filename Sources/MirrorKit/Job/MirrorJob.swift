@@ -1,7 +1,6 @@
 import Foundation
 import MirrorImages
 import MirrorTransport
-import Synchronization
 
 /// One run of `mirror <query> --count N --out DIR`: search pages feed candidates to the download
 /// manager until the folder holds exactly N verified, distinct images, or every source has run dry.

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import MirrorTransport
 
 /// An `Operation` that finishes when its work says so, not when `start()` returns.
 ///
@@ -12,13 +12,13 @@ import Synchronization
 ///   is the call that tells the queue to free the slot, and the overridden `isFinished` must already
 ///   return true when it is made. Forgetting it hangs the queue.
 open class AsyncOperation: Operation, @unchecked Sendable {
-    // `state` is the only mutable stored property, and a Mutex guards it.
+    // `state` is the only mutable stored property, and its lock guards it.
     private struct State {
         var isExecuting = false
         var isFinished = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     override open var isAsynchronous: Bool { true }
     override open var isExecuting: Bool { state.withLock { $0.isExecuting } }

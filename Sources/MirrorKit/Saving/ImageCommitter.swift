@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import MirrorTransport
 
 /// Publishes verified images into an output folder in batches: no duplicate bytes, no clobbered
 /// names, never more than allowed, and crash-safe at every instant.
@@ -66,7 +66,7 @@ public final class ImageCommitter: Sendable {
     public let admissionLimit: Int?
     private let queue = DispatchQueue(label: "mirror.commit")
     private let syncPool = BlockingPool(maximumThreads: 8, name: "mirror.fsync")
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     public init(folder: OutputFolder, store: StateStore? = nil, isSyncEnabled: Bool = true, admissionLimit: Int? = nil) {
         self.folder = folder

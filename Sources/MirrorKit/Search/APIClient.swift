@@ -1,6 +1,5 @@
 import Foundation
 import MirrorTransport
-import Synchronization
 
 /// Sends providers' ``APIRequest``s: paced per provider, through the page cache, with retries.
 ///
@@ -72,8 +71,8 @@ public final class APIClient: Sendable {
     /// The largest API response accepted: 32 MiB (a Wikimedia batch of 500 with metadata is a few MiB).
     static let maximumBodyBytes: Int64 = 32 << 20
 
-    private let pacingSlots = Mutex<[String: ContinuousClock.Instant]>([:])
-    private let requestCounts = Mutex<[String: Int]>([:])
+    private let pacingSlots = Locked<[String: ContinuousClock.Instant]>([:])
+    private let requestCounts = Locked<[String: Int]>([:])
 
     /// Creates a client.
     /// - Parameters:

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import MirrorTransport
 
 /// The stream of search candidates a job consumes: providers in order, pages fetched lazily, duplicates dropped.
 ///
@@ -93,7 +93,7 @@ public final class SearchFeed: Sendable {
     /// The configuration in force.
     public let configuration: Configuration
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     /// Creates a feed; nothing is fetched until the first ``next()``.
     /// - Parameters:
@@ -122,7 +122,7 @@ public final class SearchFeed: Sendable {
                 needsToken: Self.needsToken(provider)
             )
         }
-        state = Mutex(State(slots: slots))
+        state = Locked(State(slots: slots))
     }
 
     /// What the feed has done so far.

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import MirrorTransport
 
 /// An output folder as one run sees it: the lock, what is already saved (from `manifest.jsonl`),
 /// and the crash-safe way new images are published into it.
@@ -33,7 +33,7 @@ public final class OutputFolder: Sendable {
     let journalURL: URL
     public let reconciliation: Reconciliation
     private let lock: FolderLock
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Opens (creating it if needed) and locks an output folder, then reconciles it.
     ///

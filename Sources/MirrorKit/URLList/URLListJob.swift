@@ -1,7 +1,6 @@
 import Foundation
 import MirrorImages
 import MirrorTransport
-import Synchronization
 
 /// `mirror urls`: downloads a list of image URLs into a folder, verified, deduplicated and resumable.
 ///

@@ -1,6 +1,6 @@
 import Foundation
 import MirrorKit
-import Synchronization
+import MirrorTransport
 
 /// Shows a run's progress on stderr: a live status line on a terminal, one plain line per event
 /// otherwise (logs, cron mail), nothing but errors with `--quiet`.
@@ -23,7 +23,7 @@ final class ProgressRenderer: Sendable {
     /// The number of images wanted, when there is one (search counts, list lengths).
     let target: Int?
     private let started = ContinuousClock.now
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(mode: Mode, target: Int?) {
         self.mode = mode

@@ -3,7 +3,6 @@ import MirrorImages
 @testable import MirrorKit
 import MirrorTestSupport
 import MirrorTransport
-import Synchronization
 import Testing
 
 @Suite("Download manager", .serialized)
@@ -100,7 +99,7 @@ struct DownloadManagerTests {
         let server = try TestServer.start()
         defer { server.stop() }
         let png = TestImages.png(width: 8, height: 8, seed: 5)
-        let calls = Mutex(0)
+        let calls = Locked(0)
         server.route(prefix: "/flaky") { _ in
             let call = calls.withLock { $0 += 1; return $0 }
             return call <= 2 ? .status(500) : .ok(png, contentType: "image/png")
@@ -123,7 +122,7 @@ struct DownloadManagerTests {
         let server = try TestServer.start()
         defer { server.stop() }
         let png = TestImages.png(width: 8, height: 8, seed: 6)
-        let calls = Mutex(0)
+        let calls = Locked(0)
         server.route(prefix: "/busy") { _ in
             let call = calls.withLock { $0 += 1; return $0 }
             switch call {
@@ -156,7 +155,7 @@ struct DownloadManagerTests {
         gate.finished(host: "h", outcome: .throttled(retryAfter: nil))
         #expect(gate.limit(of: "h") == 1)
         // Four in flight above the new limit: nothing new starts until they drain below it.
-        let started = Mutex(0)
+        let started = Locked(0)
         gate.submit(host: "h") { started.withLock { $0 += 1 } }
         #expect(started.withLock { $0 } == 0)
         for _ in 0..<4 { gate.finished(host: "h", outcome: .success) }

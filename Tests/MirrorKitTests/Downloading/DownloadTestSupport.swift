@@ -2,7 +2,7 @@ import Foundation
 import MirrorImages
 @testable import MirrorKit
 import MirrorTestSupport
-import Synchronization
+import MirrorTransport
 
 /// A fresh temporary folder per test, removed when the value is dropped.
 final class TemporaryDirectory: Sendable {
@@ -38,7 +38,7 @@ func makeManager(_ configure: (inout DownloadManager.Configuration) -> Void = { 
 
 /// Collects outcomes from many threads.
 final class Outcomes: Sendable {
-    private let results = Mutex<[URL: DownloadResult]>([:])
+    private let results = Locked<[URL: DownloadResult]>([:])
 
     func record(_ url: URL, _ result: DownloadResult) {
         results.withLock { $0[url] = result }

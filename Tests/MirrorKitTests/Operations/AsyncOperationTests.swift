@@ -1,13 +1,13 @@
 import Foundation
 @testable import MirrorKit
-import Synchronization
+import MirrorTransport
 import Testing
 
 @Suite("AsyncOperation on an OperationQueue")
 struct AsyncOperationTests {
     final class Probe: AsyncOperation, @unchecked Sendable {
-        // Counters only; the Mutex guards them.
-        let calls = Mutex((executed: 0, skipped: 0))
+        // Counters only; the lock guards them.
+        let calls = Locked((executed: 0, skipped: 0))
         let finishLater: Bool
 
         init(finishLater: Bool) {

@@ -1,7 +1,6 @@
 import Foundation
 import MirrorTestSupport
 import MirrorTransport
-import Synchronization
 
 @testable import MirrorKit
 
@@ -114,7 +113,7 @@ enum PagingPages {
 
 /// Counts calls from the server's event loop.
 final class PagingCounter: Sendable {
-    private let value = Mutex(0)
+    private let value = Locked(0)
 
     /// Adds one and returns the new count.
     func increment() -> Int {
