@@ -36,15 +36,20 @@ func makeManager(_ configure: (inout DownloadManager.Configuration) -> Void = { 
     return DownloadManager(configuration: configuration)
 }
 
-/// Collects outcomes from many threads.
+/// Collects outcomes from many threads, and when the last one arrived.
 final class Outcomes: Sendable {
-    private let results = Locked<[URL: DownloadResult]>([:])
+    private let results = Locked<(byURL: [URL: DownloadResult], last: ContinuousClock.Instant?)>(([:], nil))
 
     func record(_ url: URL, _ result: DownloadResult) {
-        results.withLock { $0[url] = result }
+        let now = ContinuousClock.now
+        results.withLock { $0.byURL[url] = result; $0.last = now }
     }
 
-    var all: [URL: DownloadResult] { results.withLock { $0 } }
+    var all: [URL: DownloadResult] { results.withLock { $0.byURL } }
+
+    /// When the latest outcome was recorded: the manager's own timing, which a test's `await` resuming late on a
+    /// busy cooperative pool does not stretch.
+    var lastRecorded: ContinuousClock.Instant? { results.withLock { $0.last } }
 }
 
 /// Polls until a condition holds or the deadline passes.
