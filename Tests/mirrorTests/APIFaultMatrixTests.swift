@@ -25,12 +25,12 @@ struct APIFaultMatrixTests {
         return try APIEmulator.start(settings: settings)
     }
 
-    func mirror(_ api: APIEmulator, count: Int, provider: String = "openverse", _ arguments: [String] = [], environment extra: [String: String] = [:]) throws -> Outcome {
+    func mirror(_ api: APIEmulator, count: Int, provider: String = "openverse", _ arguments: [String] = [], environment extra: [String: String] = [:]) async throws -> Outcome {
         let folder = TemporaryFolder()
         var environment = api.environment
         environment["MIRROR_API_INTERVAL_MS"] = "0"
         for (key, value) in extra { environment[key] = value }
-        let run = try MirrorBinary.run(
+        let run = try await MirrorBinary.run(
             ["kittens", "--count", String(count), "--out", folder.path, "--provider", provider, "--json", "--no-cache"] + arguments,
             environment: environment
         )
@@ -54,14 +54,14 @@ struct APIFaultMatrixTests {
         requests.count >= 2 ? requests[1].arrivedAt - requests[0].arrivedAt : .zero
     }
 
-    @Test func malformedJSONOnceIsRetried() throws {
+    @Test func malformedJSONOnceIsRetried() async throws {
         // Given the first Openverse page cut in half
         let api = try emulator()
         defer { api.stop() }
         api.malformedJSONNext(1, provider: .openverse)
 
         // When mirror asks for 5
-        let outcome = try mirror(api, count: 5)
+        let outcome = try await mirror(api, count: 5)
 
         // Then the page is asked for again and the job completes
         expectComplete(outcome, count: 5, api)
@@ -70,24 +70,24 @@ struct APIFaultMatrixTests {
         #expect(outcome.int("pages") == 1)
     }
 
-    @Test func a500OnceIsRetried() throws {
+    @Test func a500OnceIsRetried() async throws {
         let api = try emulator()
         defer { api.stop() }
         api.failNext(1, provider: .openverse)
 
-        let outcome = try mirror(api, count: 5)
+        let outcome = try await mirror(api, count: 5)
 
         expectComplete(outcome, count: 5, api)
         #expect(api.apiRequestCount(provider: .openverse) == 2)
         #expect(outcome.int("pages") == 1)
     }
 
-    @Test func a429IsWaitedOutForItsRetryAfter() throws {
+    @Test func a429IsWaitedOutForItsRetryAfter() async throws {
         let api = try emulator()
         defer { api.stop() }
         api.rateLimitNext(1, provider: .openverse, retryAfter: 2)
 
-        let outcome = try mirror(api, count: 5)
+        let outcome = try await mirror(api, count: 5)
 
         expectComplete(outcome, count: 5, api)
         let requests = api.apiRequests(provider: .openverse)
@@ -95,13 +95,13 @@ struct APIFaultMatrixTests {
         #expect(gap(requests) >= .seconds(2), "Retry-After: 2 was undercut: \(gap(requests))")
     }
 
-    @Test func anErrorInsideA200BodyIsRetriedAfterItsRetryAfter() throws {
+    @Test func anErrorInsideA200BodyIsRetriedAfterItsRetryAfter() async throws {
         // Given Wikimedia answering 200 with a maxlag error (and Retry-After: 1) in the body
         let api = try emulator()
         defer { api.stop() }
         api.errorInBodyNext(1, provider: .wikimedia, retryAfter: 1)
 
-        let outcome = try mirror(api, count: 5, provider: "wikimedia")
+        let outcome = try await mirror(api, count: 5, provider: "wikimedia")
 
         expectComplete(outcome, count: 5, api)
         let requests = api.apiRequests(provider: .wikimedia)
@@ -109,25 +109,25 @@ struct APIFaultMatrixTests {
         #expect(gap(requests) >= .seconds(1), "maxlag's Retry-After was undercut: \(gap(requests))")
     }
 
-    @Test func a200WithoutResultsIsRetried() throws {
+    @Test func a200WithoutResultsIsRetried() async throws {
         // Given Openverse answering 200 with {"detail": …} and no results
         let api = try emulator()
         defer { api.stop() }
         api.errorInBodyNext(1, provider: .openverse)
 
-        let outcome = try mirror(api, count: 5)
+        let outcome = try await mirror(api, count: 5)
 
         expectComplete(outcome, count: 5, api)
         #expect(api.apiRequestCount(provider: .openverse) == 2)
     }
 
-    @Test func repeatedPagesEndTheProviderInsteadOfLooping() throws {
+    @Test func repeatedPagesEndTheProviderInsteadOfLooping() async throws {
         // Given an Openverse that answers every page with page 1
         let api = try emulator { $0.repeatsFirstPage = [.openverse] }
         defer { api.stop() }
 
         // When mirror asks for 50 (page 1 has 20)
-        let outcome = try mirror(api, count: 50)
+        let outcome = try await mirror(api, count: 50)
 
         // Then it saves the 20 there are, stops asking after the repeats, and says the source ran dry (exit 3)
         #expect(outcome.run.status == 3, "stderr: \(outcome.run.stderr)")
@@ -142,11 +142,11 @@ struct APIFaultMatrixTests {
         #expect(outcome.run.stderr.contains("ran dry"))
     }
 
-    @Test func anInvalidKeyExits4NamingTheVariableAndDownloadsNothing() throws {
+    @Test func anInvalidKeyExits4NamingTheVariableAndDownloadsNothing() async throws {
         let api = try emulator()
         defer { api.stop() }
 
-        let outcome = try mirror(api, count: 5, provider: "pexels", environment: ["PEXELS_API_KEY": "not-the-key-4711"])
+        let outcome = try await mirror(api, count: 5, provider: "pexels", environment: ["PEXELS_API_KEY": "not-the-key-4711"])
 
         #expect(outcome.run.status == 4)
         #expect(outcome.run.stderr.split(separator: "\n").count == 1)

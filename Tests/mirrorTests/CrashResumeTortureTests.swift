@@ -44,7 +44,7 @@ struct CrashResumeTortureTests {
         return names.filter { $0.hasSuffix(".part") }
     }
 
-    @Test func killedAtRandomMomentsAcrossALargeJobItFinishesExactlyAndFetchesNothingTwice() throws {
+    @Test func killedAtRandomMomentsAcrossALargeJobItFinishesExactlyAndFetchesNothingTwice() async throws {
         let count = Self.setting("MIRROR_TORTURE_IMAGES", default: 1_000)
         let kills = Self.setting("MIRROR_TORTURE_KILLS", default: 20)
         let started = ContinuousClock.now
@@ -71,14 +71,14 @@ struct CrashResumeTortureTests {
         for target in targets {
             let running = try MirrorBinary.start(arguments, environment: environment)
             if Int.random(in: 0..<4, using: &generator) == 0 {
-                usleep(UInt32.random(in: 0...150_000, using: &generator))
+                try await Task.sleep(for: .microseconds(Int.random(in: 0...150_000, using: &generator)))
             } else {
                 let deadline = ContinuousClock.now + .seconds(30)
-                while Self.manifestLineCount(out) < target, running.process.isRunning, ContinuousClock.now < deadline { usleep(2_000) }
-                usleep(UInt32.random(in: 0...40_000, using: &generator))
+                while Self.manifestLineCount(out) < target, running.process.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .microseconds(2_000)) }
+                try await Task.sleep(for: .microseconds(Int.random(in: 0...40_000, using: &generator)))
             }
             kill(running.process.processIdentifier, SIGKILL)
-            let run = running.finish()
+            let run = await running.finish()
             #expect(run.status == SIGKILL || run.status == 0, "exit \(run.status): \(run.stderr)")
             #expect(!run.stderr.contains("Fatal error"))
 
@@ -93,7 +93,7 @@ struct CrashResumeTortureTests {
         }
 
         // Then a last run finishes the job
-        let last = try MirrorBinary.run(arguments, environment: environment)
+        let last = try await MirrorBinary.run(arguments, environment: environment)
         let elapsed = ContinuousClock.now - started
         print("torture: \(count) images, \(kills) kills at manifest sizes \(killedAt), \(api.totalImageRequests) image requests, \(elapsed)")
         #expect(last.status == 0, "stderr: \(last.stderr)")

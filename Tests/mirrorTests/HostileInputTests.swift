@@ -62,7 +62,7 @@ struct HostileInputTests {
     }
 
     @Test(arguments: [nil, "{title}-{id}.{ext}", "{id}"])
-    func hostileIdsAndTitlesNeverEscapeOrConfuse(template: String?) throws {
+    func hostileIdsAndTitlesNeverEscapeOrConfuse(template: String?) async throws {
         // Given results whose ids and titles hold /, .., NUL, control characters, bidi controls, 300 characters,
         // case-only differences and device names
         let api = try emulator { $0.openverseOverrides = Self.hostile }
@@ -74,7 +74,7 @@ struct HostileInputTests {
         // When mirror saves them under the template
         var arguments = ["kittens", "--count", String(count), "--out", out.path, "--provider", "openverse", "--no-cache", "--quiet"]
         if let template { arguments += ["--name", template] }
-        let run = try MirrorBinary.run(arguments, environment: environment(api))
+        let run = try await MirrorBinary.run(arguments, environment: environment(api))
 
         // Then all are saved, flat inside the folder, under safe and distinct names, and nothing is written elsewhere
         #expect(run.status == 0, "stderr: \(run.stderr)")
@@ -100,7 +100,7 @@ struct HostileInputTests {
 
     // MARK: Symlinks
 
-    @Test func aSymlinkInTheFolderIsNeverFollowed() throws {
+    @Test func aSymlinkInTheFolderIsNeverFollowed() async throws {
         // Given a folder holding symlinks named exactly like the files mirror would write, one to an existing file
         // outside, one dangling to a path outside
         let api = try emulator()
@@ -115,7 +115,7 @@ struct HostileInputTests {
         try FileManager.default.createSymbolicLink(atPath: out.file("openverse-\(second.id).png").path, withDestinationPath: outside.file("created.png").path)
 
         // When mirror saves those images
-        let run = try MirrorBinary.run(["kittens", "--count", "5", "--out", out.path, "--provider", "openverse", "--no-cache", "--quiet"], environment: environment(api))
+        let run = try await MirrorBinary.run(["kittens", "--count", "5", "--out", out.path, "--provider", "openverse", "--no-cache", "--quiet"], environment: environment(api))
 
         // Then it saves all five under other names, and the outside is untouched
         #expect(run.status == 0, "stderr: \(run.stderr)")
@@ -131,7 +131,7 @@ struct HostileInputTests {
         }
     }
 
-    @Test func aManifestThatIsASymlinkOutsideIsRefused() throws {
+    @Test func aManifestThatIsASymlinkOutsideIsRefused() async throws {
         // Given manifest.jsonl planted as a symlink to a file outside the folder
         let api = try emulator()
         defer { api.stop() }
@@ -142,7 +142,7 @@ struct HostileInputTests {
         try FileManager.default.createSymbolicLink(atPath: out.file("manifest.jsonl").path, withDestinationPath: victim.path)
 
         // When mirror runs
-        let run = try MirrorBinary.run(["kittens", "--count", "3", "--out", out.path, "--provider", "openverse", "--no-cache", "--quiet"], environment: environment(api))
+        let run = try await MirrorBinary.run(["kittens", "--count", "3", "--out", out.path, "--provider", "openverse", "--no-cache", "--quiet"], environment: environment(api))
 
         // Then it writes nothing through the link and fails with one line (exit 1)
         #expect(try Data(contentsOf: victim) == Data("precious\n".utf8))
@@ -153,14 +153,14 @@ struct HostileInputTests {
         #expect(run.stderr.contains("manifest.jsonl: Too many levels of symbolic links"), "stderr: \(run.stderr)")
     }
 
-    @Test func aStateFolderThatIsASymlinkIsRefused() throws {
+    @Test func aStateFolderThatIsASymlinkIsRefused() async throws {
         let api = try emulator()
         defer { api.stop() }
         let outside = TemporaryFolder()
         let out = TemporaryFolder()
         try FileManager.default.createSymbolicLink(atPath: out.file(".mirror").path, withDestinationPath: outside.path)
 
-        let run = try MirrorBinary.run(["kittens", "--count", "3", "--out", out.path, "--provider", "openverse", "--no-cache", "--quiet"], environment: environment(api))
+        let run = try await MirrorBinary.run(["kittens", "--count", "3", "--out", out.path, "--provider", "openverse", "--no-cache", "--quiet"], environment: environment(api))
 
         #expect(run.status == 1, "stderr: \(run.stderr)")
         #expect(run.stderr.split(separator: "\n").count == 1)
@@ -171,14 +171,14 @@ struct HostileInputTests {
 
     // MARK: Folders that cannot be written
 
-    @Test func anOutputPathThatIsAFileExits1() throws {
+    @Test func anOutputPathThatIsAFileExits1() async throws {
         let api = try emulator()
         defer { api.stop() }
         let work = TemporaryFolder()
         let file = work.file("a-file")
         try Data("x".utf8).write(to: file)
 
-        let run = try MirrorBinary.run(["kittens", "--count", "3", "--out", file.path, "--provider", "openverse", "--no-cache"], environment: environment(api))
+        let run = try await MirrorBinary.run(["kittens", "--count", "3", "--out", file.path, "--provider", "openverse", "--no-cache"], environment: environment(api))
 
         #expect(run.status == 1)
         #expect(run.stderr == "mirror: error: could not use as a folder \(file.path): Not a directory\n")
@@ -213,14 +213,14 @@ struct HostileInputTests {
         return (process.terminationStatus, String(decoding: data, as: UTF8.self))
     }
 
-    @Test func aReadOnlyFolderExits1AndKeepsWhatItHas() throws {
+    @Test func aReadOnlyFolderExits1AndKeepsWhatItHas() async throws {
         // Given a folder with 3 saved images, then made read-only. Tests run as root, for whom chmod stops
         // nothing, so the folder is bind-mounted read-only in a private mount namespace.
         let api = try emulator()
         defer { api.stop() }
         let out = TemporaryFolder()
         let mirror = MirrorBinary.url.path
-        let filled = try MirrorBinary.run(["kittens", "--count", "3", "--out", out.path, "--provider", "openverse", "--no-cache", "--quiet"], environment: environment(api))
+        let filled = try await MirrorBinary.run(["kittens", "--count", "3", "--out", out.path, "--provider", "openverse", "--no-cache", "--quiet"], environment: environment(api))
         #expect(filled.status == 0)
         let before = Self.tree(out.url).filter { !$0.hasPrefix(".mirror") }
         let manifestBefore = try Data(contentsOf: out.file("manifest.jsonl"))
@@ -243,7 +243,7 @@ struct HostileInputTests {
         #expect(try Data(contentsOf: out.file("manifest.jsonl")) == manifestBefore)
     }
 
-    @Test func aFullDiskEndsWithExit1AndLosesNothingSaved() throws {
+    @Test func aFullDiskEndsWithExit1AndLosesNothingSaved() async throws {
         // Given a 768 KiB tmpfs (in a private mount namespace) holding a folder with 5 images, and 2–3 KB images
         let api = try emulator { $0.imageBytes = 2_000...3_000 }
         defer { api.stop() }
@@ -292,7 +292,7 @@ struct HostileInputTests {
     // runtime before mirror's first line runs (even `mirror --version` prints nothing and exits 66). The
     // full-disk test above covers the same path with a real full tmpfs, and this one runs in every other build.
     @Test(.disabled(if: MirrorBinary.isThreadSanitized, "ThreadSanitizer's runtime dies of SIGBUS under RLIMIT_FSIZE"))
-    func aFileSizeLimitIsReportedAsAFullDisk() throws {
+    func aFileSizeLimitIsReportedAsAFullDisk() async throws {
         // Given RLIMIT_FSIZE of 256 KiB (bash: ulimit -f 256) and images of 300–400 KB: the state database fits,
         // every image write fails with EFBIG, which happens only if mirror ignores SIGXFSZ (whose default
         // action kills the process)

@@ -44,14 +44,14 @@ struct SearchCommandTests {
         #expect(folder.temporaryFiles.isEmpty, sourceLocation: sourceLocation)
     }
 
-    @Test func theDefaultChainReaches500AcrossOpenverseAndWikimedia() throws {
+    @Test func theDefaultChainReaches500AcrossOpenverseAndWikimedia() async throws {
         // Given Openverse (capped at 20 pages of 20) and Wikimedia, 30 of whose images are byte-identical to Openverse ones
         let api = try emulator { $0.wikimediaOverlap = 30 }
         defer { api.stop() }
         let out = TemporaryFolder()
 
         // When mirror asks for 500
-        let run = try MirrorBinary.run(["kittens", "--count", "500", "--out", out.path, "--json", "--quiet", "--no-cache"], environment: environment(api))
+        let run = try await MirrorBinary.run(["kittens", "--count", "500", "--out", out.path, "--json", "--quiet", "--no-cache"], environment: environment(api))
 
         // Then it saves exactly 500, past the Openverse cap, with no content twice and no image fetched twice
         #expect(run.status == 0, "stderr: \(run.stderr)")
@@ -65,7 +65,7 @@ struct SearchCommandTests {
         #expect((summary?["duplicates"] as? Int ?? 0) >= 30)
     }
 
-    @Test func theCountIsExactUnderFaults() throws {
+    @Test func theCountIsExactUnderFaults() async throws {
         // Given 15% of images failing in four ways, and API hiccups
         let api = try emulator {
             $0.imageFaults[.openverse] = .init(notFound: 0.05, htmlAsImage: 0.04, truncated: 0.03, serverErrorOnce: 0.03)
@@ -75,24 +75,24 @@ struct SearchCommandTests {
         api.malformedJSONNext(1, provider: .openverse)
         let out = TemporaryFolder()
 
-        let run = try MirrorBinary.run(["kittens", "--count", "120", "--out", out.path, "--quiet", "--no-cache"], environment: environment(api))
+        let run = try await MirrorBinary.run(["kittens", "--count", "120", "--out", out.path, "--quiet", "--no-cache"], environment: environment(api))
 
         #expect(run.status == 0, "stderr: \(run.stderr)")
         expectConsistent(out, count: 120)
         #expect(run.stderr.isEmpty)
     }
 
-    @Test func aRerunIsANoOpAndAHigherCountFetchesTheDifference() throws {
+    @Test func aRerunIsANoOpAndAHigherCountFetchesTheDifference() async throws {
         let api = try emulator()
         defer { api.stop() }
         let out = TemporaryFolder()
-        let first = try MirrorBinary.run(["cats", "--count", "40", "--out", out.path, "--no-cache"], environment: environment(api))
+        let first = try await MirrorBinary.run(["cats", "--count", "40", "--out", out.path, "--no-cache"], environment: environment(api))
         #expect(first.status == 0, "stderr: \(first.stderr)")
         expectConsistent(out, count: 40)
 
         // Re-running the finished job makes no request at all
         api.resetCounters()
-        let again = try MirrorBinary.run(["cats", "--count", "40", "--out", out.path, "--no-cache"], environment: environment(api))
+        let again = try await MirrorBinary.run(["cats", "--count", "40", "--out", out.path, "--no-cache"], environment: environment(api))
         #expect(again.status == 0)
         #expect(again.stderr.contains("up to date"))
         #expect(api.totalAPIRequests == 0)
@@ -100,19 +100,19 @@ struct SearchCommandTests {
 
         // A higher count fetches only the difference
         let before = Set(manifest(out).urls)
-        let more = try MirrorBinary.run(["cats", "--count", "65", "--out", out.path, "--no-cache"], environment: environment(api))
+        let more = try await MirrorBinary.run(["cats", "--count", "65", "--out", out.path, "--no-cache"], environment: environment(api))
         #expect(more.status == 0, "stderr: \(more.stderr)")
         expectConsistent(out, count: 65)
         #expect(api.totalImageRequests == 25)
         #expect(before.isSubset(of: Set(manifest(out).urls)))
-        let history = try MirrorBinary.run(["history", "--out", out.path, "--json"])
+        let history = try await MirrorBinary.run(["history", "--out", out.path, "--json"])
         let searches = try JSONSerialization.jsonObject(with: Data(history.stdout.utf8)) as? [[String: Any]]
         #expect(searches?.first?["query"] as? String == "cats")
         #expect(searches?.first?["runs"] as? Int == 3)
         #expect(searches?.first?["saved"] as? Int == 65)
     }
 
-    @Test func killedAtRandomMomentsItResumesExactly() throws {
+    @Test func killedAtRandomMomentsItResumesExactly() async throws {
         // Given slow images, so that kills land mid-transfer, mid-commit and mid-search
         let api = try emulator { $0.imageLatency = .milliseconds(30) }
         defer { api.stop() }
@@ -123,9 +123,9 @@ struct SearchCommandTests {
         // When the run is SIGKILLed at five random moments, each time checking the folder
         for _ in 0..<5 {
             let running = try MirrorBinary.start(arguments, environment: environment(api))
-            usleep(UInt32.random(in: 150_000...900_000, using: &generator))
+            try await Task.sleep(for: .microseconds(Int.random(in: 150_000...900_000, using: &generator)))
             kill(running.process.processIdentifier, SIGKILL)
-            _ = running.finish()
+            _ = await running.finish()
             // No manifest line without its file, even right after a kill (temporary files may remain until the next run).
             let files = Set(out.visibleFiles)
             #expect(manifest(out).files.allSatisfy { files.contains($0) })
@@ -134,7 +134,7 @@ struct SearchCommandTests {
         let requestsBefore = Dictionary(uniqueKeysWithValues: savedBeforeFinish.map { ($0, api.imageRequestCount(path: $0)) })
 
         // Then a last run finishes the job exactly, and nothing already saved was fetched again
-        let last = try MirrorBinary.run(arguments, environment: environment(api))
+        let last = try await MirrorBinary.run(arguments, environment: environment(api))
         #expect(last.status == 0, "stderr: \(last.stderr)")
         expectConsistent(out, count: 150)
         for (path, count) in requestsBefore {
@@ -142,30 +142,30 @@ struct SearchCommandTests {
         }
     }
 
-    @Test func aSecondRunOnTheSameFolderExits75() throws {
+    @Test func aSecondRunOnTheSameFolderExits75() async throws {
         let api = try emulator { $0.imageLatency = .milliseconds(200) }
         defer { api.stop() }
         let out = TemporaryFolder()
         let first = try MirrorBinary.start(["kittens", "--count", "200", "--out", out.path, "--quiet", "--no-cache", "--concurrency", "2"], environment: environment(api))
         // Wait until the first run holds the lock (the state database appears right after).
-        for _ in 0..<100 where !FileManager.default.fileExists(atPath: out.file(".mirror/state.sqlite").path) { usleep(20_000) }
-        let second = try MirrorBinary.run(["kittens", "--count", "200", "--out", out.path, "--no-cache"], environment: environment(api))
+        for _ in 0..<100 where !FileManager.default.fileExists(atPath: out.file(".mirror/state.sqlite").path) { try await Task.sleep(for: .microseconds(20_000)) }
+        let second = try await MirrorBinary.run(["kittens", "--count", "200", "--out", out.path, "--no-cache"], environment: environment(api))
         kill(first.process.processIdentifier, SIGKILL)
-        _ = first.finish()
+        _ = await first.finish()
         #expect(second.status == 75)
         #expect(second.stderr.contains("process \(first.process.processIdentifier)"))
     }
 
-    @Test func sigintStopsWithin2SecondsAndKeepsWhatWasSaved() throws {
+    @Test func sigintStopsWithin2SecondsAndKeepsWhatWasSaved() async throws {
         let api = try emulator { $0.imageLatency = .milliseconds(100) }
         defer { api.stop() }
         let out = TemporaryFolder()
         let running = try MirrorBinary.start(["kittens", "--count", "300", "--out", out.path, "--no-cache", "--concurrency", "4"], environment: environment(api))
-        usleep(800_000)
+        try await Task.sleep(for: .microseconds(800_000))
         let sent = ContinuousClock.now
         kill(running.process.processIdentifier, SIGINT)
-        let run = running.finish()
-        let elapsed = ContinuousClock.now - sent
+        let run = await running.finish()
+        let elapsed = run.ended - sent
         print("SIGINT to exit: \(elapsed)")
         #expect(run.status == 130)
         #expect(elapsed < .seconds(2))
@@ -174,59 +174,59 @@ struct SearchCommandTests {
         #expect(manifest(out).files.count > 0)
     }
 
-    @Test func usageErrorsExit64() throws {
-        let unknown = try MirrorBinary.run(["kittens", "--count", "5", "--out", "/tmp/x", "--provider", "bing"])
+    @Test func usageErrorsExit64() async throws {
+        let unknown = try await MirrorBinary.run(["kittens", "--count", "5", "--out", "/tmp/x", "--provider", "bing"])
         #expect(unknown.status == 64)
         #expect(unknown.stderr.contains("Unknown provider 'bing'"))
-        let zero = try MirrorBinary.run(["kittens", "--count", "0", "--out", "/tmp/x"])
+        let zero = try await MirrorBinary.run(["kittens", "--count", "0", "--out", "/tmp/x"])
         #expect(zero.status == 64)
-        let endpoint = try MirrorBinary.run(["kittens", "--count", "5", "--out", "/tmp/x", "--endpoint", "http://127.0.0.1:1/"])
+        let endpoint = try await MirrorBinary.run(["kittens", "--count", "5", "--out", "/tmp/x", "--endpoint", "http://127.0.0.1:1/"])
         #expect(endpoint.status == 64)
         #expect(!endpoint.stderr.contains("Fatal"))
     }
 
-    @Test func aMissingOrRejectedKeyExits4NamingTheVariable() throws {
+    @Test func aMissingOrRejectedKeyExits4NamingTheVariable() async throws {
         let api = try emulator()
         defer { api.stop() }
         let out = TemporaryFolder()
         var withoutKey = environment(api)
         withoutKey["FLICKR_API_KEY"] = nil
-        let missing = try MirrorBinary.run(["kittens", "--count", "5", "--out", out.path, "--provider", "flickr"], environment: withoutKey)
+        let missing = try await MirrorBinary.run(["kittens", "--count", "5", "--out", out.path, "--provider", "flickr"], environment: withoutKey)
         #expect(missing.status == 4)
         #expect(missing.stderr.contains("FLICKR_API_KEY"))
 
-        let rejected = try MirrorBinary.run(["kittens", "--count", "5", "--out", out.path, "--provider", "flickr", "--no-cache"], environment: environment(api, ["FLICKR_API_KEY": "wrong-key-value"]))
+        let rejected = try await MirrorBinary.run(["kittens", "--count", "5", "--out", out.path, "--provider", "flickr", "--no-cache"], environment: environment(api, ["FLICKR_API_KEY": "wrong-key-value"]))
         #expect(rejected.status == 4)
         #expect(rejected.stderr.contains("FLICKR_API_KEY"))
         #expect(!rejected.stderr.contains("wrong-key-value"))
     }
 
-    @Test func aProviderThatKeepsFailingExits5() throws {
+    @Test func aProviderThatKeepsFailingExits5() async throws {
         let api = try emulator()
         defer { api.stop() }
         api.failNext(50, provider: .openverse, status: 503)
         api.failNext(50, provider: .wikimedia, status: 503)
         let out = TemporaryFolder()
-        let run = try MirrorBinary.run(["kittens", "--count", "5", "--out", out.path, "--retries", "1", "--no-cache"], environment: environment(api))
+        let run = try await MirrorBinary.run(["kittens", "--count", "5", "--out", out.path, "--retries", "1", "--no-cache"], environment: environment(api))
         #expect(run.status == 5)
         #expect(run.stderr.split(separator: "\n").count == 1)
         #expect(run.stderr.contains("try again later"))
     }
 
-    @Test func sourcesRunningDryExit3WithWhatExists() throws {
+    @Test func sourcesRunningDryExit3WithWhatExists() async throws {
         let api = try emulator {
             $0.corpus[.openverse] = .init(count: 30)
             $0.corpus[.wikimedia] = .init(count: 12)
         }
         defer { api.stop() }
         let out = TemporaryFolder()
-        let run = try MirrorBinary.run(["kittens", "--count", "100", "--out", out.path, "--no-cache"], environment: environment(api))
+        let run = try await MirrorBinary.run(["kittens", "--count", "100", "--out", out.path, "--no-cache"], environment: environment(api))
         #expect(run.status == 3, "stderr: \(run.stderr)")
         expectConsistent(out, count: 42)
         #expect(run.stderr.contains("ran dry"))
     }
 
-    @Test func noKeyIsPrintedOrWrittenAnywhere() throws {
+    @Test func noKeyIsPrintedOrWrittenAnywhere() async throws {
         // Given every keyed provider with a recognisable key, on the emulator (which accepts it)
         let secret = "SECRET-KEY-7f3a9c"
         let cache = TemporaryFolder()
@@ -243,14 +243,14 @@ struct SearchCommandTests {
             defer { api.stop() }
             let out = TemporaryFolder()
             // When mirror runs with it (with the cache on, so cache files are checked too), and once more with a wrong key
-            let ok = try MirrorBinary.run(["kittens", "--count", "8", "--out", out.path, "--provider", provider, "--json", "--cache-dir", cache.path], environment: environment(api))
+            let ok = try await MirrorBinary.run(["kittens", "--count", "8", "--out", out.path, "--provider", provider, "--json", "--cache-dir", cache.path], environment: environment(api))
             #expect(ok.status == 0, "\(provider): \(ok.stderr)")
             var wrong = environment(api)
             for key in ["FLICKR_API_KEY", "GIPHY_API_KEY", "GOOGLE_API_KEY", "PEXELS_API_KEY", "UNSPLASH_ACCESS_KEY", "PIXABAY_API_KEY"] {
                 wrong[key] = secret + "-wrong"
             }
             let elsewhere = TemporaryFolder()
-            let failed = try MirrorBinary.run(["dogs", "--count", "3", "--out", elsewhere.path, "--provider", provider, "--cache-dir", cache.path], environment: wrong)
+            let failed = try await MirrorBinary.run(["dogs", "--count", "3", "--out", elsewhere.path, "--provider", provider, "--cache-dir", cache.path], environment: wrong)
             #expect(failed.status == 4, "\(provider): \(failed.stderr)")
 
             // Then the key appears in no output and no file mirror wrote

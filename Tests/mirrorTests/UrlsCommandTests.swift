@@ -20,7 +20,7 @@ struct UrlsCommandTests {
         return lines.joined(separator: "\n") + "\n"
     }
 
-    @Test func downloadsAListFromAFileThenDoesNothingTheSecondTime() throws {
+    @Test func downloadsAListFromAFileThenDoesNothingTheSecondTime() async throws {
         // Given 20 images listed in a file
         let server = try serve(20)
         defer { server.stop() }
@@ -30,7 +30,7 @@ struct UrlsCommandTests {
         let out = TemporaryFolder()
 
         // When mirror urls runs with --json
-        let first = try MirrorBinary.run(["urls", listFile.path, "--out", out.path, "--json"])
+        let first = try await MirrorBinary.run(["urls", listFile.path, "--out", out.path, "--json"])
 
         // Then all 20 are saved, named after their URLs, with a manifest line each, and exit 0
         #expect(first.status == 0, "stderr: \(first.stderr)")
@@ -44,7 +44,7 @@ struct UrlsCommandTests {
 
         // When it runs again
         server.resetCounters()
-        let second = try MirrorBinary.run(["urls", listFile.path, "--out", out.path, "--json"])
+        let second = try await MirrorBinary.run(["urls", listFile.path, "--out", out.path, "--json"])
 
         // Then nothing is downloaded and it still exits 0
         #expect(second.status == 0)
@@ -54,52 +54,52 @@ struct UrlsCommandTests {
         #expect(again?["saved"] as? Int == 0)
     }
 
-    @Test func readsTheListFromStandardInput() throws {
+    @Test func readsTheListFromStandardInput() async throws {
         let server = try serve(5)
         defer { server.stop() }
         let out = TemporaryFolder()
-        let run = try MirrorBinary.run(["urls", "-", "--out", out.path, "--quiet"], stdin: list(server, 5))
+        let run = try await MirrorBinary.run(["urls", "-", "--out", out.path, "--quiet"], stdin: list(server, 5))
         #expect(run.status == 0, "stderr: \(run.stderr)")
         #expect(run.stdout.isEmpty)
         #expect(run.stderr.isEmpty)
         #expect(out.visibleFiles.count == 6)
     }
 
-    @Test func failuresSetTheExitCode() throws {
+    @Test func failuresSetTheExitCode() async throws {
         let server = try serve(2)
         defer { server.stop() }
         server.route("/down.png", .status(503))
         let out = TemporaryFolder()
 
         // A 404 and an HTML page: no image exists there, the rest is saved: exit 3
-        let permanent = try MirrorBinary.run(["urls", "-", "--out", out.path], stdin: list(server, 2) + server.url("/nothing.png").absoluteString + "\n" + server.url("/fake.jpg").absoluteString + "\n")
+        let permanent = try await MirrorBinary.run(["urls", "-", "--out", out.path], stdin: list(server, 2) + server.url("/nothing.png").absoluteString + "\n" + server.url("/fake.jpg").absoluteString + "\n")
         #expect(permanent.status == 3)
         #expect(permanent.stderr.contains("HTML page, not an image") || permanent.stderr.contains("not an image"))
         #expect(permanent.stderr.contains("HTTP 404"))
         #expect(out.visibleFiles.count == 3)
 
         // A server error that retries could not overcome: exit 5
-        let transient = try MirrorBinary.run(["urls", "-", "--out", out.path, "--retries", "0"], stdin: server.url("/down.png").absoluteString + "\n")
+        let transient = try await MirrorBinary.run(["urls", "-", "--out", out.path, "--retries", "0"], stdin: server.url("/down.png").absoluteString + "\n")
         #expect(transient.status == 5)
         #expect(transient.stderr.contains("HTTP 503"))
     }
 
-    @Test func usageErrorsExit64() throws {
-        let missingOut = try MirrorBinary.run(["urls", "-"], stdin: "")
+    @Test func usageErrorsExit64() async throws {
+        let missingOut = try await MirrorBinary.run(["urls", "-"], stdin: "")
         #expect(missingOut.status == 64)
         #expect(missingOut.stderr.contains("--out"))
-        let badConcurrency = try MirrorBinary.run(["urls", "-", "--out", "/tmp/x", "--concurrency", "0"], stdin: "")
+        let badConcurrency = try await MirrorBinary.run(["urls", "-", "--out", "/tmp/x", "--concurrency", "0"], stdin: "")
         #expect(badConcurrency.status == 64)
-        let missingFile = try MirrorBinary.run(["urls", "/nonexistent/list.txt", "--out", "/tmp/x"])
+        let missingFile = try await MirrorBinary.run(["urls", "/nonexistent/list.txt", "--out", "/tmp/x"])
         #expect(missingFile.status == 64)
         #expect(missingFile.stderr.hasPrefix("mirror: error: cannot read the URL list"))
     }
 
-    @Test func anOutputPathThatIsAFileIsAClearError() throws {
+    @Test func anOutputPathThatIsAFileIsAClearError() async throws {
         let work = TemporaryFolder()
         let file = work.file("not-a-folder")
         try Data("x".utf8).write(to: file)
-        let run = try MirrorBinary.run(["urls", "-", "--out", file.path], stdin: "http://127.0.0.1:1/a.png\n")
+        let run = try await MirrorBinary.run(["urls", "-", "--out", file.path], stdin: "http://127.0.0.1:1/a.png\n")
         #expect(run.status == 1)
         #expect(run.stderr.split(separator: "\n").count == 1)
         #expect(run.stderr.contains("could not use as a folder"))
