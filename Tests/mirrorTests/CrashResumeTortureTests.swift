@@ -15,11 +15,19 @@ struct CrashResumeTortureTests {
         ProcessInfo.processInfo.environment[name].flatMap(Int.init).map { max(1, $0) } ?? value
     }
 
-    struct Entry {
+    struct Entry: Sendable {
         var file: String
         var path: String
         var provider: String
         var id: String
+    }
+
+    /// What one kill left behind, observed right after it.
+    struct KillRound: Sendable {
+        var run: MirrorBinary.Run
+        var entries: [Entry]
+        var files: Set<String>
+        var requests: [String: Int]
     }
 
     static func manifest(_ folder: TemporaryFolder) -> [Entry] {
@@ -56,41 +64,50 @@ struct CrashResumeTortureTests {
         settings.corpus[.wikimedia] = .init(count: count + 500)
         let api = try APIEmulator.start(settings: settings)
         defer { api.stop() }
-        var environment = api.environment
-        environment["MIRROR_API_INTERVAL_MS"] = "0"
+        let environment = api.environment.merging(["MIRROR_API_INTERVAL_MS": "0"]) { _, new in new }
         let out = TemporaryFolder()
         let arguments = ["kittens", "--count", String(count), "--out", out.path, "--quiet", "--no-cache", "--concurrency", "16"]
 
-        var generator = SystemRandomNumberGenerator()
-        let targets = (0..<kills).map { _ in Int.random(in: 1..<count, using: &generator) }.sorted()
+        // When mirror is SIGKILLed `kills` times, at random moments: after a random number of saved images, or
+        // during start-up (the loop runs on its own thread, so that the kills land when meant)
+        let rounds = try await onDispatchThread { () throws -> [KillRound] in
+            var generator = SystemRandomNumberGenerator()
+            let targets = (0..<kills).map { _ in Int.random(in: 1..<count, using: &generator) }.sorted()
+            var rounds: [KillRound] = []
+            for target in targets {
+                let running = try MirrorBinary.start(arguments, environment: environment)
+                if Int.random(in: 0..<4, using: &generator) == 0 {
+                    usleep(UInt32.random(in: 0...150_000, using: &generator))
+                } else {
+                    let deadline = ContinuousClock.now + .seconds(30)
+                    while Self.manifestLineCount(out) < target, running.process.isRunning, ContinuousClock.now < deadline { usleep(2_000) }
+                    usleep(UInt32.random(in: 0...40_000, using: &generator))
+                }
+                kill(running.process.processIdentifier, SIGKILL)
+                let run = running.wait()
+                // Right after the kill: the manifest, the files, and how often each saved image had been requested
+                let entries = Self.manifest(out)
+                let requests = Dictionary(entries.map { ($0.path, api.imageRequestCount(path: $0.path)) }) { first, _ in first }
+                rounds.append(KillRound(run: run, entries: entries, files: Set(out.visibleFiles), requests: requests))
+            }
+            return rounds
+        }
         // The request count of each saved image's path when it was first seen in the manifest after a kill.
         var countWhenSaved: [String: Int] = [:]
         var killedAt: [Int] = []
-
-        // When mirror is SIGKILLed `kills` times
-        for target in targets {
-            let running = try MirrorBinary.start(arguments, environment: environment)
-            if Int.random(in: 0..<4, using: &generator) == 0 {
-                try await Task.sleep(for: .microseconds(Int.random(in: 0...150_000, using: &generator)))
-            } else {
-                let deadline = ContinuousClock.now + .seconds(30)
-                while Self.manifestLineCount(out) < target, running.process.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .microseconds(2_000)) }
-                try await Task.sleep(for: .microseconds(Int.random(in: 0...40_000, using: &generator)))
-            }
-            kill(running.process.processIdentifier, SIGKILL)
-            let run = await running.finish()
-            #expect(run.status == SIGKILL || run.status == 0, "exit \(run.status): \(run.stderr)")
-            #expect(!run.stderr.contains("Fatal error"))
-
+        for round in rounds {
+            #expect(round.run.status == SIGKILL || round.run.status == 0, "exit \(round.run.status): \(round.run.stderr)")
+            #expect(!round.run.stderr.contains("Fatal error"))
+            killedAt.append(round.entries.count)
             // No manifest line without its whole file, right after the kill
-            let entries = Self.manifest(out)
-            killedAt.append(entries.count)
-            let files = Set(out.visibleFiles)
-            for entry in entries {
-                #expect(files.contains(entry.file), "manifest lists \(entry.file) but the file is missing after a kill")
-                if countWhenSaved[entry.path] == nil { countWhenSaved[entry.path] = api.imageRequestCount(path: entry.path) }
+            for entry in round.entries {
+                #expect(round.files.contains(entry.file), "manifest lists \(entry.file) but the file is missing after a kill")
+                if countWhenSaved[entry.path] == nil { countWhenSaved[entry.path] = round.requests[entry.path] }
             }
         }
+        // and the kills did interrupt the job: at least half of them caught it unfinished (a round that starts
+        // after a late kill may finish before the next one, so not all)
+        #expect(rounds.filter { $0.run.status == SIGKILL && $0.entries.count < count }.count >= kills / 2, "kills at \(killedAt)")
 
         // Then a last run finishes the job
         let last = try await MirrorBinary.run(arguments, environment: environment)

@@ -53,27 +53,25 @@ struct MirrorBinary {
             }
         }
 
-        /// Waits for the exit and returns what it printed.
         /// The throwaway cache folder this run was given; removed when it finishes.
         var cacheFolder: URL?
 
-        ///
-        /// The wait happens on a Dispatch thread, not on the calling task's: the suite has dozens of these tests,
-        /// and blocking waits on Swift's cooperative threads (two on a 2-core machine) starve every async test
-        /// running beside them — under ThreadSanitizer for half a minute at a time.
+        /// Waits for the exit and returns what it printed, blocking the calling thread: only for code already
+        /// running off Swift's cooperative pool (see ``onDispatchThread(_:)``); elsewhere use ``finish()``.
+        func wait() -> Run {
+            process.waitUntilExit()
+            let ended = ContinuousClock.now
+            group.wait()
+            if let cacheFolder { try? FileManager.default.removeItem(at: cacheFolder) }
+            return Run(
+                status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+                stderr: String(decoding: errData, as: UTF8.self), ended: ended
+            )
+        }
+
+        /// Waits for the exit and returns what it printed, without holding a cooperative thread.
         func finish() async -> Run {
-            await withCheckedContinuation { continuation in
-                DispatchQueue.global().async { [self] in
-                    process.waitUntilExit()
-                    let ended = ContinuousClock.now
-                    group.wait()
-                    if let cacheFolder { try? FileManager.default.removeItem(at: cacheFolder) }
-                    continuation.resume(returning: Run(
-                        status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-                        stderr: String(decoding: errData, as: UTF8.self), ended: ended
-                    ))
-                }
-            }
+            await onDispatchThread { self.wait() }
         }
     }
 
@@ -125,4 +123,18 @@ final class TemporaryFolder: Sendable {
     deinit {
         try? FileManager.default.removeItem(at: url)
     }
+}
+
+/// Runs blocking work (waiting for a process, polling a folder with `usleep`) on a Dispatch thread and returns its
+/// result.
+///
+/// The end-to-end tests wait for `mirror` a great deal. Done on the calling task's thread, those waits hold
+/// Swift's cooperative threads (two on a 2-core machine) and starve every async test running beside them — under
+/// ThreadSanitizer for half a minute at a time; and a test that times kills by polling would itself be late
+/// whenever other tests hold those threads. A Dispatch thread is neither.
+func onDispatchThread<T: Sendable, Failure: Error>(_ body: @escaping @Sendable () throws(Failure) -> T) async throws(Failure) -> T {
+    let result: Result<T, Failure> = await withCheckedContinuation { continuation in
+        DispatchQueue.global().async { continuation.resume(returning: Result { () throws(Failure) in try body() }) }
+    }
+    return try result.get()
 }
