@@ -370,28 +370,28 @@ struct FaultMatrixTests {
         try generate.run()
         generate.waitUntilExit()
         try #require(generate.terminationStatus == 0)
-        let port = Int.random(in: 20_000...60_000)
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: openssl)
-        server.arguments = ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", work.file("cert.pem").path, "-key", work.file("key.pem").path, "-www", "-quiet"]
-        server.standardInput = Pipe()
-        server.standardOutput = FileHandle.nullDevice
-        server.standardError = FileHandle.nullDevice
-        try server.run()
-        // s_server does not stop on SIGTERM
-        defer { kill(server.processIdentifier, SIGKILL); server.waitUntilExit() }
-        // Wait until it listens
-        for _ in 0..<100 {
-            let probe = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = in_port_t(UInt16(port).bigEndian)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            let connected = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(probe, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-            close(probe)
-            if connected == 0 { break }
-            try await Task.sleep(for: .microseconds(50_000))
+        // (a port the kernel just handed out and took back, so not one of the suite's thousands of loopback
+        // connections; if s_server still cannot listen there, it exits and another port is tried)
+        var started: (server: Process, port: Int)?
+        for _ in 0..<5 where started == nil {
+            let port = try Self.freeLoopbackPort()
+            let server = Process()
+            server.executableURL = URL(fileURLWithPath: openssl)
+            server.arguments = ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", work.file("cert.pem").path, "-key", work.file("key.pem").path, "-www", "-quiet"]
+            server.standardInput = Pipe()
+            server.standardOutput = FileHandle.nullDevice
+            server.standardError = FileHandle.nullDevice
+            try server.run()
+            // Wait until it listens, or exits
+            for _ in 0..<200 where server.isRunning {
+                if Self.acceptsConnections(port: port) { started = (server, port); break }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            // s_server does not stop on SIGTERM
+            if started == nil { kill(server.processIdentifier, SIGKILL); server.waitUntilExit() }
         }
+        let (server, port) = try #require(started, "openssl s_server did not start listening")
+        defer { kill(server.processIdentifier, SIGKILL); server.waitUntilExit() }
 
         // When mirror fetches from it
         let outcome = try await mirror([URL(string: "https://127.0.0.1:\(port)/image.png")!], ["--retries", "0"])
@@ -399,5 +399,33 @@ struct FaultMatrixTests {
         // Then the certificate is not trusted: a TLS failure, nothing saved, no retry (it will not get better)
         expectRejected(outcome, reason: "tls", status: 3)
         #expect(outcome.run.stderr.contains("TLS failure"), "stderr: \(outcome.run.stderr)")
+    }
+
+    /// A loopback port that was free a moment ago: bound with port 0, read back, closed.
+    static func freeLoopbackPort() throws -> Int {
+        let probe = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(probe) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(probe, $0, length) == 0 && getsockname(probe, $0, &length) == 0 }
+        }
+        try #require(bound, "cannot bind a loopback port: errno \(errno)")
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// Whether something accepts TCP connections on 127.0.0.1:`port`.
+    static func acceptsConnections(port: Int) -> Bool {
+        let probe = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(probe) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(probe, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
     }
 }
