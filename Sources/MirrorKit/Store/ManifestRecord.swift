@@ -2,31 +2,97 @@ import Foundation
 
 /// One line of `manifest.jsonl`: one saved image, with where it came from and what it is.
 ///
-/// Fields that a source does not know are left out of the line. Lines are JSON objects with sorted
-/// keys, so manifests of separate runs or shards merge by concatenation.
+/// This type is the manifest's schema, the one definition the writer, the readers and the tests share. Every line
+/// holds every field of ``Field/all``, in that order, each with one JSON type: a field whose value is unknown (a
+/// URL-list image has no provider, an API may name no creator) is written as `null`, never left out, so pyarrow,
+/// pandas and Hugging Face `datasets` infer one column type per field. Manifests of separate runs or shards merge by
+/// concatenation.
 public struct ManifestRecord: Codable, Sendable, Hashable {
+    /// The file's name inside the output folder.
     public var file: String
+    /// The image URL it was downloaded from.
     public var url: String
+    /// The human-readable page about the image (for attribution), or `nil`.
     public var pageURL: String?
+    /// The provider's registry name (`openverse`, …), or `nil` for an image from a URL list.
     public var provider: String?
+    /// The provider's id of the image, or `nil`.
     public var id: String?
+    /// The image's title, or `nil`.
     public var title: String?
+    /// Who made it, or `nil`.
     public var creator: String?
+    /// The licence code and version (`cc-by 4.0`), or `nil`.
     public var license: String?
+    /// The licence deed or terms page, or `nil`.
     public var licenseURL: String?
+    /// Width in pixels, read from the file's header.
     public var width: Int
+    /// Height in pixels, read from the file's header.
     public var height: Int
+    /// The file's size in bytes.
     public var bytes: Int64
+    /// The SHA-256 of the file's bytes, lowercase hex.
     public var sha256: String
+    /// The format sniffed from the bytes (`jpeg`, `png`, …).
     public var format: String
+    /// The search query that found it, or `nil` for an image from a URL list.
     public var query: String?
+    /// When its download finished (UTC).
     public var fetchedAt: Date
 
-    enum CodingKeys: String, CodingKey {
-        case file, url, provider, id, title, creator, license, width, height, bytes, sha256, format, query
+    /// The manifest's fields, in the order every line holds them.
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case file, url
         case pageURL = "page_url"
+        case provider, id, title, creator, license
         case licenseURL = "license_url"
+        case width, height, bytes, sha256, format, query
         case fetchedAt = "fetched_at"
+    }
+
+    /// One field of the schema: its key, its JSON type, whether it may be `null`, and what it means.
+    public struct Field: Sendable, Hashable {
+        /// The JSON type of a field's value (besides `null` for a nullable field).
+        public enum JSONType: String, Sendable, Hashable {
+            case string, integer
+        }
+
+        /// The JSON key.
+        public var key: String
+        /// The JSON type of its value.
+        public var type: JSONType
+        /// When the value is `null`, or `nil` for a field that is never `null`.
+        public var nullWhen: String?
+        /// What it means.
+        public var meaning: String
+
+        /// The schema, in line order; the README's table says the same.
+        public static let all: [Field] = [
+            Field(key: "file", type: .string, meaning: "the file's name inside the output folder"),
+            Field(key: "url", type: .string, meaning: "the image URL it was downloaded from"),
+            Field(key: "page_url", type: .string, nullWhen: "the source names no page", meaning: "the page about the image, for attribution"),
+            Field(key: "provider", type: .string, nullWhen: "a URL list", meaning: "the provider that found it (`openverse`, …)"),
+            Field(key: "id", type: .string, nullWhen: "a URL list", meaning: "the provider's id of the image"),
+            Field(key: "title", type: .string, nullWhen: "the source gives none", meaning: "the image's title"),
+            Field(key: "creator", type: .string, nullWhen: "the source names no one", meaning: "who made it"),
+            Field(key: "license", type: .string, nullWhen: "the source does not say", meaning: "licence code and version (`cc-by 4.0`)"),
+            Field(key: "license_url", type: .string, nullWhen: "the source gives none", meaning: "the licence deed or terms"),
+            Field(key: "width", type: .integer, meaning: "width in pixels, from the file's header"),
+            Field(key: "height", type: .integer, meaning: "height in pixels, from the file's header"),
+            Field(key: "bytes", type: .integer, meaning: "the file's size"),
+            Field(key: "sha256", type: .string, meaning: "SHA-256 of the file, lowercase hex"),
+            Field(key: "format", type: .string, meaning: "the format sniffed from the bytes (`jpeg`, `png`, …)"),
+            Field(key: "query", type: .string, nullWhen: "a URL list", meaning: "the search query that found it"),
+            Field(key: "fetched_at", type: .string, meaning: "when the download finished, ISO 8601 UTC"),
+        ]
+
+        init(key: String, type: JSONType, nullWhen: String? = nil, meaning: String) {
+            self.key = key
+            self.type = type
+            self.nullWhen = nullWhen
+            self.meaning = meaning
+        }
     }
 
     public init(
@@ -52,10 +118,52 @@ public struct ManifestRecord: Codable, Sendable, Hashable {
         self.fetchedAt = fetchedAt
     }
 
+    /// Encodes every field, unknown ones as `null` (the synthesized encoder would leave them out).
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(file, forKey: .file)
+        try container.encode(url, forKey: .url)
+        try container.encode(pageURL, forKey: .pageURL)
+        try container.encode(provider, forKey: .provider)
+        try container.encode(id, forKey: .id)
+        try container.encode(title, forKey: .title)
+        try container.encode(creator, forKey: .creator)
+        try container.encode(license, forKey: .license)
+        try container.encode(licenseURL, forKey: .licenseURL)
+        try container.encode(width, forKey: .width)
+        try container.encode(height, forKey: .height)
+        try container.encode(bytes, forKey: .bytes)
+        try container.encode(sha256, forKey: .sha256)
+        try container.encode(format, forKey: .format)
+        try container.encode(query, forKey: .query)
+        try container.encode(fetchedAt, forKey: .fetchedAt)
+    }
+
+    /// The record's values as JSON fragments, in ``CodingKeys`` order.
+    private func fragments() throws -> [Data] {
+        let encoder = Self.encoder
+        func string(_ value: String?) throws -> Data { try value.map { try encoder.encode($0) } ?? Data("null".utf8) }
+        return [
+            try string(file), try string(url), try string(pageURL), try string(provider), try string(id), try string(title),
+            try string(creator), try string(license), try string(licenseURL), Data(String(width).utf8), Data(String(height).utf8),
+            Data(String(bytes).utf8), try string(sha256), try string(format), try string(query), try encoder.encode(fetchedAt),
+        ]
+    }
+
     /// The record as one line of JSON, newline included.
+    ///
+    /// Keys are written in schema order (Foundation's encoder orders keys by hash or alphabetically, never by
+    /// declaration); each value is encoded by `JSONEncoder`, so escaping is the standard one.
     public func jsonLine() throws -> Data {
-        var data = try Self.encoder.encode(self)
-        data.append(0x0A)
+        var data = Data("{".utf8)
+        for (index, (key, value)) in zip(CodingKeys.allCases, try fragments()).enumerated() {
+            if index > 0 { data.append(UInt8(ascii: ",")) }
+            data.append(UInt8(ascii: "\""))
+            data.append(contentsOf: key.rawValue.utf8)
+            data.append(contentsOf: "\":".utf8)
+            data.append(value)
+        }
+        data.append(contentsOf: "}\n".utf8)
         return data
     }
 
@@ -67,7 +175,7 @@ public struct ManifestRecord: Codable, Sendable, Hashable {
 
     private static let encoder: JSONEncoder = {
         let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.outputFormatting = [.withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .iso8601
         return encoder
     }()

@@ -1,0 +1,72 @@
+import Foundation
+@testable import MirrorKit
+import Testing
+
+/// The manifest schema: one definition (``ManifestRecord``), written in full on every line, documented in the README.
+@Suite("Manifest schema")
+struct ManifestRecordTests {
+    private let known = ManifestRecord(
+        file: "openverse-1.png", url: "https://a.test/1.png", pageURL: "https://a.test/p/1", provider: "openverse", id: "1",
+        title: "A \"quoted\" <title>\n", creator: "Ann", license: "cc-by 4.0", licenseURL: "https://creativecommons.org/licenses/by/4.0/",
+        width: 640, height: 480, bytes: 12_345, sha256: String(repeating: "ab", count: 32), format: "png", query: "kittens",
+        fetchedAt: Date(timeIntervalSince1970: 1_700_000_000)
+    )
+    private let unknown = ManifestRecord(
+        file: "1.png", url: "https://a.test/1.png", width: 1, height: 2, bytes: 3, sha256: String(repeating: "0", count: 64),
+        format: "png", fetchedAt: Date(timeIntervalSince1970: 0)
+    )
+
+    @Test func theSchemaListsTheCodingKeysInOrder() {
+        #expect(ManifestRecord.Field.all.map(\.key) == ManifestRecord.CodingKeys.allCases.map(\.rawValue))
+        // Exactly the optional properties may be null
+        #expect(ManifestRecord.Field.all.filter { $0.nullWhen != nil }.map(\.key) == ["page_url", "provider", "id", "title", "creator", "license", "license_url", "query"])
+    }
+
+    @Test func aLineHoldsEveryKeyInOrderAndNullForTheUnknown() throws {
+        // When both records are written
+        for record in [known, unknown] {
+            let line = String(decoding: try record.jsonLine(), as: UTF8.self)
+
+            // Then each is one line with every key in schema order
+            #expect(line.hasSuffix("}\n"))
+            #expect(line.dropLast().contains("\n") == false)
+            var position = line.startIndex
+            for field in ManifestRecord.Field.all {
+                let found = try #require(line.range(of: "\"\(field.key)\":", range: position..<line.endIndex), "\(field.key) in \(line)")
+                position = found.upperBound
+            }
+            // And it reads back as the same record
+            let decoder = JSONDecoder()
+            decoder.dateDecodingStrategy = .iso8601
+            #expect(try decoder.decode(ManifestRecord.self, from: Data(line.utf8)) == record)
+        }
+        let unknownLine = String(decoding: try unknown.jsonLine(), as: UTF8.self)
+        #expect(unknownLine.contains(#""provider":null,"id":null,"title":null,"creator":null,"license":null,"license_url":null"#))
+        #expect(unknownLine.contains(#""query":null,"fetched_at":"1970-01-01T00:00:00Z"}"#))
+        // Strings are escaped by JSONEncoder, slashes left alone
+        let knownLine = String(decoding: try known.jsonLine(), as: UTF8.self)
+        #expect(knownLine.contains(#""title":"A \"quoted\" <title>\n""#))
+        #expect(knownLine.contains(#""url":"https://a.test/1.png""#))
+    }
+
+    @Test func theREADMEDocumentsEveryField() throws {
+        // Given the README at the package root
+        let readme = URL(fileURLWithPath: #filePath)
+            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("README.md")
+        let text = try String(contentsOf: readme, encoding: .utf8)
+
+        // Then its manifest table has one row per field, in schema order, with the field's type
+        let section = try #require(text.range(of: "### The manifest"), "README has no '### The manifest' section")
+        let rows = text[section.upperBound...].split(separator: "\n").drop { !$0.hasPrefix("|") }.prefix { $0.hasPrefix("|") }
+            .filter { $0.hasPrefix("| `") }
+        let keys = rows.compactMap { row -> String? in
+            guard let start = row.range(of: "| `"), let end = row[start.upperBound...].firstIndex(of: "`") else { return nil }
+            return String(row[start.upperBound..<end])
+        }
+        #expect(keys == ManifestRecord.Field.all.map(\.key))
+        for (row, field) in zip(rows, ManifestRecord.Field.all) {
+            #expect(row.contains(" | \(field.type.rawValue)\(field.nullWhen == nil ? "" : " or null") |"), "\(row)")
+        }
+    }
+}
