@@ -406,11 +406,19 @@ struct APIEmulatorTests {
         let next = ((first["queries"] as? [String: Any])?["nextPage"] as? [[String: Any]])?.first
         #expect(int(next?["startIndex"]) == 11)
 
-        // start + num ≤ 100.
-        #expect(try search("red", start: 91, num: 9).status == 200)
-        let over = try search("red", start: 91, num: 10)
+        // Results up to the 100th: start=91&num=10 is the last page; beyond it, 400.
+        let lastPage = try object(try search("red", start: 91, num: 10))
+        #expect((lastPage["items"] as? [Any])?.count == 10)
+        #expect((lastPage["queries"] as? [String: Any])?["nextPage"] == nil)
+        #expect(int(((try object(try search("red", start: 81, num: 10))["queries"] as? [String: Any])?["nextPage"] as? [[String: Any]])?.first?["startIndex"]) == 91)
+        let over = try search("red", start: 92, num: 10)
         #expect(over.status == 400)
         #expect((try object(over)["error"] as? [String: Any])?["status"] as? String == "INVALID_ARGUMENT")
+        // The strict reading, start + num ≤ 100, for the fallback tests.
+        emulator.configure { $0.googleStrictLastPage = true }
+        #expect(try search("red", start: 91, num: 10).status == 400)
+        #expect(try search("red", start: 91, num: 9).status == 200)
+        emulator.configure { $0.googleStrictLastPage = false }
         #expect(try search("red", start: 1, num: 11).status == 400)
 
         // items is absent when empty; the last page of a short corpus has no nextPage.

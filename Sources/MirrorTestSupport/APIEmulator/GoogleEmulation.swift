@@ -6,8 +6,10 @@ import Foundation
 ///   "searchInformation":{…,"totalResults":"<string>"},"items":[…]}`; `items` is **absent** when the page is empty.
 ///   Each item's `link` is the image, `image.width`/`height`/`byteSize` are real; every fourth item has the bare
 ///   `mime` `"image/"` (a real quirk) with `fileFormat` `"image/png"`.
-/// - `num` 1…10 and `start` ≥ 1, and `start + num` ≤ 100, else 400 `INVALID_ARGUMENT`. `nextPage` is present while
-///   a next page can be requested (`nextStart` ≤ 99 and results remain).
+/// - `num` 1…10 and `start` ≥ 1, and results no further than the 100th (`start + num - 1` ≤ 100: the last page is
+///   `start=91&num=10`), else 400 `INVALID_ARGUMENT`; with ``APIEmulator/Settings/googleStrictLastPage`` the
+///   stricter reading `start + num` ≤ 100 (so `start=91&num=10` is refused). `nextPage` is present while a next
+///   page can be requested (`nextStart` ≤ 91 and results remain).
 /// - Missing key 403 `PERMISSION_DENIED`; wrong key 400 `API_KEY_INVALID` (`keyInvalid`); wrong `cx` 400
 ///   `INVALID_ARGUMENT`.
 struct GoogleEmulation: EmulatedAPI {
@@ -49,7 +51,8 @@ struct GoogleEmulation: EmulatedAPI {
     func respond(_ request: RecordedRequest, _ context: EmulationContext) -> Response {
         let query = request.query["q"] ?? ""
         guard let start = request.intParameter("start", default: 1), let num = request.intParameter("num", default: 10),
-            start >= 1, (1...10).contains(num), start + num <= Self.resultCap
+            start >= 1, (1...10).contains(num),
+            start + num <= Self.resultCap + (context.settings.googleStrictLastPage ? 0 : 1)
         else { return Self.invalidArgument() }
         let (available, reported) = context.corpus(.google, query: query)
         let end = min(start - 1 + num, available, Self.resultCap)
@@ -65,7 +68,7 @@ struct GoogleEmulation: EmulatedAPI {
         }
         var queries: [String: Any] = ["request": [page(count: num, startIndex: start)]]
         let nextStart = start + num
-        if !images.isEmpty, nextStart < Self.resultCap, nextStart <= available {
+        if !images.isEmpty, nextStart <= Self.resultCap - 9, nextStart <= available {
             queries["nextPage"] = [page(count: num, startIndex: nextStart)]
         }
         if start > 1 { queries["previousPage"] = [page(count: num, startIndex: max(1, start - num))] }

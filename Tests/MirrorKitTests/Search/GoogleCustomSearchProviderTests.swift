@@ -66,6 +66,29 @@ struct GoogleCustomSearchProviderTests {
         #expect(lastPage.results.first?.mimeType == "image/gif")
     }
 
+    @Test func aRefusedLastPageFallsBackToNumNineOnceAndCaps() throws {
+        // Given the service refusing start=91&num=10 as INVALID_ARGUMENT
+        let refused = response(400, #"{"error":{"code":400,"message":"Request contains an invalid argument.","errors":[{"message":"Request contains an invalid argument.","domain":"global","reason":"badRequest"}],"status":"INVALID_ARGUMENT"}}"#)
+        let narrowed = response(200, #"{"kind":"customsearch#search","queries":{"request":[{"startIndex":91,"count":9}]},"items":[{"link":"https://a.test/y.png","mime":"image/png","image":{"width":3,"height":4}}]}"#)
+
+        // When it is parsed, and the page it points to is requested and parsed
+        let fallback = try provider.parse(refused, cursor: .offset(90))
+        let next = try #require(fallback.next)
+        let request = try provider.request(for: next, query: SearchQuery(text: "red"))
+        let last = try provider.parse(narrowed, cursor: next)
+
+        // Then the fallback asks for start=91&num=9, and that page is the cap
+        #expect(fallback.results.isEmpty)
+        #expect(fallback.continuation == .more)
+        #expect(queryItems(request.url)["start"] == "91")
+        #expect(queryItems(request.url)["num"] == "9")
+        #expect(last.continuation == .capped)
+        #expect(last.results.count == 1)
+        // Only once: the same refusal of any other page (or of the fallback itself) is an error
+        #expect(providerError { try provider.parse(refused, cursor: next) }?.kind == "permanent")
+        #expect(providerError { try provider.parse(refused, cursor: .offset(80)) }?.kind == "permanent")
+    }
+
     @Test func errorEnvelopeIsClassified() {
         // Given the quota 429, the pre-2020 quota 403, a bad key and a bad argument
         let quota = response(429, #"{"error":{"code":429,"message":"Quota exceeded for quota metric 'Queries' and limit 'Queries per day' of service 'customsearch.googleapis.com' for consumer 'project_number:1'.","errors":[{"message":"Quota exceeded","domain":"global","reason":"rateLimitExceeded"}],"status":"RESOURCE_EXHAUSTED"}}"#)
@@ -89,11 +112,12 @@ struct GoogleCustomSearchProviderTests {
         let first = try provider.request(for: .offset(0), query: query)
         let last = try provider.request(for: .offset(90), query: query)
 
-        // Then start/num keep start + num ≤ 100, and the secrets stay out of the cache key
+        // Then the last page is results 91–100 (start=91&num=10), and the secrets stay out of the cache key
         #expect(queryItems(first.url) == ["key": "test-key", "cx": "engine-1", "q": "red", "searchType": "image", "start": "1", "num": "10", "safe": "active", "fileType": "jpg"])
         #expect(queryItems(last.url)["start"] == "91")
-        #expect(queryItems(last.url)["num"] == "9")
-        #expect(providerError { try provider.request(for: .offset(99), query: query) }?.kind == "configuration")
+        #expect(queryItems(last.url)["num"] == "10")
+        #expect(queryItems(try provider.request(for: .offset(99), query: query).url)["num"] == "1")
+        #expect(providerError { try provider.request(for: .offset(100), query: query) }?.kind == "configuration")
         #expect(!first.cacheKey.contains("test-key"))
         #expect(!first.cacheKey.contains("engine-1"))
         #expect(queryItems(try #require(URL(string: first.cacheKey)))["cx"] == "fp-" + StableFingerprint.hex("engine-1"))

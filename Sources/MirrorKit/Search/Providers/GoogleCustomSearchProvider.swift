@@ -3,9 +3,11 @@ import Foundation
 /// Searches Google's Custom Search JSON API in image mode (`searchType=image`); needs `GOOGLE_API_KEY` and `GOOGLE_CSE_ID`.
 ///
 /// - Cursor: `.offset(n)`, 0-based; the request sends `start = n + 1` and `num` ≤ 10.
-/// - Cap: 100 results per query. The docs say both "start + num must not exceed 100" and "the last page is
-///   start=91&num=10"; to satisfy either reading, `num` shrinks so that `start + num ≤ 100` (the last page is
-///   start=91, num=9) and the page after start=91 is ``SearchPage/Continuation/capped``.
+/// - Cap: 100 results per query: results 91–100 are the last page, `start=91&num=10`, so a query with enough
+///   results yields 100. The docs also read as "start + num must not exceed 100": if the service answers that last
+///   page with 400 `INVALID_ARGUMENT`, the provider falls back once to `start=91&num=9` (the cursor
+///   `.token(["start": "91", "num": "9"])`, announced by an empty page) and that page is
+///   ``SearchPage/Continuation/capped``.
 /// - Quirks: `items` is absent when there are no results (→ exhausted); `mime` may be a bare `"image/"` (→ `nil`);
 ///   results have no id, so the id is a stable fingerprint of the image link. Errors use Google's envelope
 ///   `{"error":{"code","message","errors":[{"reason"}],"status"}}`: 429 and the pre-2020 403 `dailyLimitExceeded`
@@ -48,15 +50,39 @@ public struct GoogleCustomSearchProvider: ImageProvider {
     public var initialCursor: PageCursor { .offset(0) }
 
     private var failure: ProviderFailure {
-        ProviderFailure(providerName: Self.descriptor.displayName, authVariable: "GOOGLE_API_KEY", secrets: [apiKey, engineID])
+        ProviderFailure(context: nil, authVariable: "GOOGLE_API_KEY", secrets: [apiKey, engineID])
+    }
+
+    /// `start` and `num` of the request for `cursor`, or `nil` for a cursor this provider never hands out.
+    private func window(of cursor: PageCursor) -> (start: Int, num: Int)? {
+        switch cursor {
+        case .offset(let offset) where offset >= 0 && offset < Self.resultCap:
+            return (offset + 1, min(pageSize, Self.resultCap - offset))
+        case .token(let fields):
+            guard let start = fields["start"].flatMap({ Int($0) }), let num = fields["num"].flatMap({ Int($0) }),
+                start >= 1, (1...pageSize).contains(num), start <= Self.resultCap - num + 1
+            else { return nil }
+            return (start, num)
+        default:
+            return nil
+        }
+    }
+
+    /// The cursor of the fallback for a last page refused as `start + num > 100`: the same start, `num` cut to fit.
+    private func narrowedLastPage(of cursor: PageCursor) -> PageCursor? {
+        guard case .offset = cursor, let (start, num) = window(of: cursor), start + num > Self.resultCap else { return nil }
+        let narrowed = Self.resultCap - start
+        guard narrowed >= 1 else { return nil }
+        return .token(["start": String(start), "num": String(narrowed)])
     }
 
     public func request(for cursor: PageCursor, query: SearchQuery) throws(ProviderError) -> APIRequest {
-        guard case .offset(let offset) = cursor, offset >= 0 else {
+        guard let (start, num) = window(of: cursor) else {
+            if case .offset(let offset) = cursor, offset >= Self.resultCap {
+                throw .configuration(message: "Google Custom Search serves \(Self.resultCap) results per query; cannot start at \(offset + 1)")
+            }
             throw .configuration(message: "Google Custom Search pages by offset, not \(cursor)")
         }
-        let start = offset + 1
-        let num = min(pageSize, Self.resultCap - start)
         guard num >= 1 else {
             throw .configuration(message: "Google Custom Search serves \(Self.resultCap) results per query; cannot start at \(start)")
         }
@@ -83,6 +109,12 @@ public struct GoogleCustomSearchProvider: ImageProvider {
     public func parse(_ response: APIResponse, cursor: PageCursor) throws(ProviderError) -> SearchPage {
         let failure = self.failure
         guard ProviderFailure.isSuccess(response.status) else {
+            if response.status == 400, ProviderJSON.parse(response.body)?["error"]?["status"]?.string == "INVALID_ARGUMENT",
+                let narrowed = narrowedLastPage(of: cursor)
+            {
+                // The service read "start + num ≤ 100" strictly: ask once more for what fits, and stop there.
+                return SearchPage(results: [], next: narrowed, continuation: .more)
+            }
             throw classifyError(response)
         }
         let json = try failure.json(response)
@@ -92,14 +124,17 @@ public struct GoogleCustomSearchProvider: ImageProvider {
         guard json["kind"] != nil || json["queries"] != nil || json["items"] != nil else {
             throw failure.malformed("not a customsearch#search object", body: response.body)
         }
-        let offset: Int = { if case .offset(let offset) = cursor { return offset } else { return 0 } }()
         let request = json["queries"]?["request"]?[0]
-        let start = request?["startIndex"]?.int ?? offset.addingChecked(1) ?? .max
+        let start = request?["startIndex"]?.int ?? window(of: cursor)?.start ?? 1
         let total = json["searchInformation"]?["totalResults"]?.int ?? request?["totalResults"]?.int
         guard let items = json["items"]?.array, !items.isEmpty else {
             return SearchPage(results: [], next: nil, continuation: .exhausted, reportedTotal: total)
         }
         let results = items.compactMap(Self.result)
+        if case .token = cursor {
+            // The narrowed last page: nothing lies beyond it.
+            return SearchPage(results: results, next: nil, continuation: .capped, reportedTotal: total)
+        }
         guard let nextStart = json["queries"]?["nextPage"]?[0]?["startIndex"]?.int else {
             // No next page: the end of the results, or of the 100 the API will ever return.
             let reachedCap = (start.addingChecked(items.count) ?? .max) >= Self.resultCap

@@ -23,8 +23,8 @@ struct ProviderCapTests {
         Case(provider: "flickr", reachable: 4_000, requests: 8),
         // offset ≤ 4,999 in steps of 50: offsets 0…4,950.
         Case(provider: "giphy", reachable: 5_000, requests: 100),
-        // start + num ≤ 100: 10 pages, the last asking for 9.
-        Case(provider: "google", reachable: 99, requests: 10),
+        // Results up to the 100th: 10 pages of 10, the last start=91&num=10.
+        Case(provider: "google", reachable: 100, requests: 10),
         // totalHits ≤ 500: 3 pages of 200.
         Case(provider: "pixabay", reachable: 500, requests: 3),
         // 200 pages of 30.
@@ -54,5 +54,32 @@ struct ProviderCapTests {
         #expect(urls.count == testCase.reachable)
         #expect(emulator.apiRequestCount(provider: testCase.provider) == testCase.requests)
         #expect(feed.statistics.perProvider[testCase.provider]?.end == .capped)
+    }
+
+    @Test func googleRefusingTheLastPageFallsBackToNineOnce() async throws {
+        // Given a Google that reads "start + num ≤ 100" strictly (start=91&num=10 → 400 INVALID_ARGUMENT)
+        let emulator = try APIEmulator.start()
+        defer { emulator.stop() }
+        emulator.configure { $0.googleStrictLastPage = true }
+        let provider = try ProviderRegistry.make(named: "google", environment: emulator.environment, endpointOverride: nil)
+        let driver = CurlMultiDriver()
+        defer { driver.shutdown() }
+        var configuration = SearchFeed.Configuration()
+        configuration.requestInterval = .zero
+        let feed = SearchFeed(
+            providers: [provider], query: SearchQuery(text: "kittens"),
+            client: APIClient(driver: driver, cache: nil), configuration: configuration
+        )
+
+        // When every result is drawn
+        var urls = Set<URL>()
+        while let result = try await feed.next() { urls.insert(result.imageURL) }
+
+        // Then the refused page is asked for once more with num=9, and that is the cap: 99 results in 11 requests
+        let requests = emulator.apiRequests(provider: .google)
+        #expect(urls.count == 99)
+        #expect(requests.count == 11)
+        #expect(requests.suffix(2).map { [$0.query["start"], $0.query["num"]] } == [["91", "10"], ["91", "9"]])
+        #expect(feed.statistics.perProvider["google"]?.end == .capped)
     }
 }
