@@ -30,8 +30,12 @@ public struct MirrorJob: Sendable {
         public var filter: ImageFilter?
         /// Licence codes wanted (passed to providers that filter by licence).
         public var licenses: [String] = []
-        /// Download settings.
+        /// Download settings; `downloads.retry` governs image requests only (`--retries`).
         public var downloads = DownloadManager.Configuration()
+        /// How failed API requests — search pages, tokens, download notifications — are retried (`--api-retries`),
+        /// separately from image requests. Default: 3 retries, full-jitter backoff from 0.5 s up to 30 s,
+        /// `Retry-After` honoured up to 5 minutes.
+        public var apiRetry = RetryPolicy()
         /// Search-page caching (memory and disk), or nil for none.
         public var pageCache: ImageCache?
         /// How files are named; nil for `<provider>-<id>.<ext>`.
@@ -74,8 +78,14 @@ public struct MirrorJob: Sendable {
         public var exhausted = false
         /// Whether the folder already held the count (nothing was fetched).
         public var upToDate = false
-        /// Providers used, in order.
+        /// Providers of the chain, in order.
         public var providers: [String] = []
+        /// How each provider of the chain fared, in chain order.
+        public var providerStatus: [ProviderReport] = []
+        /// Download notifications sent for saved images (Unsplash's `download_location`).
+        public var downloadNotifications = 0
+        /// Download notifications that failed for good (logged; the images stay saved).
+        public var downloadNotificationsFailed = 0
         /// Failures by reason.
         public var failures: [String: Int] = [:]
         /// Whether the run was cancelled.
@@ -89,6 +99,8 @@ public struct MirrorJob: Sendable {
         case duplicate(URL)
         case filtered(URL, String)
         case retrying(URL, attempt: Int, delay: Duration, reason: String)
+        /// Something worth a line in the log that changes nothing about the count (a failed download notification).
+        case notice(String)
     }
 
     /// Why a run could not start or go on.
@@ -99,8 +111,9 @@ public struct MirrorJob: Sendable {
         case ambiguousEndpoint
         /// A missing or rejected key, or a bad endpoint (exit 4).
         case configuration(String)
-        /// A provider failed and retries could not overcome it (exit 5).
-        case unavailable(String)
+        /// No provider delivered: at least one failed and retries could not overcome it, the others (if any) had
+        /// nothing; each provider's report in chain order, and the run's summary (exit 5).
+        case unavailable(providers: [ProviderReport], summary: Summary)
 
         public var description: String {
             switch self {
@@ -108,9 +121,18 @@ public struct MirrorJob: Sendable {
                 "unknown provider '\(name)'; run 'mirror providers' to see the \(ProviderRegistry.names.count) there are"
             case .ambiguousEndpoint:
                 "--endpoint needs exactly one --provider, since each provider has its own endpoint"
-            case let .configuration(message), let .unavailable(message):
+            case let .configuration(message):
                 message
+            case let .unavailable(providers, _):
+                "the search failed: " + providers.map(\.phrase).joined(separator: "; ")
+                    + "; try again later, or another --provider"
             }
+        }
+
+        /// The run's summary, when the run got far enough to have one.
+        public var summary: Summary? {
+            if case let .unavailable(_, summary) = self { return summary }
+            return nil
         }
     }
 
@@ -157,7 +179,17 @@ public struct MirrorJob: Sendable {
         let feed = makeFeed(providers: providers, driver: driver)
         var results: [ImageResult] = []
         while results.count < missing {
-            guard let result = try await next(from: feed) else { break }
+            let candidate: ImageResult?
+            do {
+                candidate = try await next(from: feed)
+            } catch {
+                var summary = Summary()
+                summary.target = configuration.count
+                summary.providers = configuration.providers
+                summary.providerStatus = providerStatus(feed.statistics)
+                throw Self.failure(from: error, summary: summary)
+            }
+            guard let result = candidate else { break }
             if have.contains(CacheKey(url: result.imageURL).normalizedURL) { continue }
             if let reason = earlyRejection(result) { _ = reason; continue }
             results.append(result)
@@ -185,6 +217,7 @@ public struct MirrorJob: Sendable {
         guard have < configuration.count else {
             summary.total = have
             summary.upToDate = true
+            summary.providerStatus = providerStatus(SearchStatistics())
             summary.seconds = (ContinuousClock.now - started).seconds
             try? store.recordSearch(query: configuration.query, providers: providerNames, saved: 0, pagesFetched: 0, exhausted: false)
             return summary
@@ -197,6 +230,8 @@ public struct MirrorJob: Sendable {
         let feed = makeFeed(providers: providers, driver: driver)
         let skip = (try? store.permanentlyFailedURLs()) ?? []
         let tally = Locked(Summary())
+        // Download notifications (Unsplash's download_location) in flight; they never hold a download slot.
+        let notifications = Locked<[Task<Void, Never>]>([])
         // Downloads of this run that did not end in a saved image; they widen the in-flight margin.
         let losses = Locked(0)
         // The first error that makes the folder unwritable (full disk, read-only, …): it ends the run.
@@ -241,8 +276,12 @@ public struct MirrorJob: Sendable {
                         }
                         inFlight += 1
                         group.addTask {
-                            let saved = await download(result, manager: manager, committer: committer, store: store, tally: tally, fatal: fatal, onEvent: onEvent)
-                            if !saved { losses.withLock { $0 += 1 } }
+                            let outcome = await download(result, manager: manager, committer: committer, store: store, tally: tally, fatal: fatal, onEvent: onEvent)
+                            if outcome.notify {
+                                let task = Task { await notify(feed: feed, of: result, onEvent: onEvent) }
+                                notifications.withLock { $0.append(task) }
+                            }
+                            if !outcome.kept { losses.withLock { $0 += 1 } }
                         }
                         continue loop
                     } catch {
@@ -261,6 +300,11 @@ public struct MirrorJob: Sendable {
         await committer.drain()
         await manager.shutdown()
         forwarder.cancel()
+        // A provider's terms ask for each notification: wait for those in flight, unless the run was interrupted.
+        for task in notifications.withLock({ $0 }) {
+            if Task.isCancelled { task.cancel() }
+            await task.value
+        }
         // Keep the cache within its size limit (least recently used first); cheap when under it. The
         // image and page caches share one folder by default, so one sweep covers both.
         if let cache = configuration.downloads.cache {
@@ -276,7 +320,10 @@ public struct MirrorJob: Sendable {
         summary.saved = committer.admittedCount
         summary.total = folder.savedCount
         summary.pages = statistics.pagesFetched
-        summary.apiRequests = statistics.requestsMade
+        summary.apiRequests = statistics.requestsMade + statistics.notificationsSent + statistics.notificationsFailed
+        summary.downloadNotifications = statistics.notificationsSent
+        summary.downloadNotificationsFailed = statistics.notificationsFailed
+        summary.providerStatus = providerStatus(statistics)
         summary.interrupted = Task.isCancelled
         summary.exhausted = summary.total < configuration.count && !summary.interrupted && searchFailure == nil
         summary.seconds = (ContinuousClock.now - started).seconds
@@ -288,7 +335,7 @@ public struct MirrorJob: Sendable {
             throw error
         }
         if let searchFailure, summary.total < configuration.count, !summary.interrupted {
-            throw Self.failure(from: searchFailure)
+            throw Self.failure(from: searchFailure, summary: summary)
         }
         return summary
     }
@@ -298,17 +345,32 @@ public struct MirrorJob: Sendable {
     private func makeFeed(providers: [any ImageProvider], driver: CurlMultiDriver) -> SearchFeed {
         var feedConfiguration = SearchFeed.Configuration()
         feedConfiguration.pageLimit = configuration.pageLimit
-        feedConfiguration.retry = configuration.downloads.retry
+        feedConfiguration.retry = configuration.apiRetry
         // For tests, emulators and self-hosted endpoints only: the real APIs get their own pacing.
         if let text = configuration.environment["MIRROR_API_INTERVAL_MS"], let milliseconds = Int(text), milliseconds >= 0 {
             feedConfiguration.requestInterval = .milliseconds(milliseconds)
         }
-        let client = APIClient(driver: driver, cache: configuration.pageCache, retry: configuration.downloads.retry)
+        let client = APIClient(driver: driver, cache: configuration.pageCache, retry: configuration.apiRetry)
         return SearchFeed(providers: providers, query: searchQuery, client: client, configuration: feedConfiguration)
     }
 
     private func next(from feed: SearchFeed) async throws -> ImageResult? {
         try await feed.next()
+    }
+
+    /// Every provider of the chain, in chain order, as the feed's statistics describe it.
+    private func providerStatus(_ statistics: SearchStatistics) -> [ProviderReport] {
+        configuration.providers.map { ProviderReport(provider: $0, statistics: statistics.perProvider[$0]) }
+    }
+
+    /// Sends the download notification `result`'s provider asks for; a failure is logged, never fatal.
+    private func notify(feed: SearchFeed, of result: ImageResult, onEvent: @escaping @Sendable (Event) -> Void) async {
+        do {
+            _ = try await feed.notifySaved(result)
+        } catch {
+            if case .cancelled = error { return }
+            onEvent(.notice("\(result.provider): the download notification for \(result.id) failed (\(error.message)); the image is kept"))
+        }
     }
 
     /// Rejects a candidate from what the API says, before any download: too small, unwanted format.
@@ -327,11 +389,11 @@ public struct MirrorJob: Sendable {
     private func download(
         _ result: ImageResult, manager: DownloadManager, committer: ImageCommitter, store: StateStore,
         tally: Locked<Summary>, fatal: Locked<FileError?>, onEvent: @escaping @Sendable (Event) -> Void
-    ) async -> Bool {
+    ) async -> (kept: Bool, notify: Bool) {
         let outcome = await manager.download(DownloadRequest(url: result.imageURL, directory: committer.folder.directory, filter: configuration.filter))
         switch outcome {
         case .failure(.cancelled):
-            return true
+            return (true, false)
         case let .failure(.filesystem(error)) where error.isFatal:
             // The folder cannot take the image: no other image will fare better, so the run stops.
             fatal.withLock { $0 = $0 ?? error }
@@ -372,12 +434,12 @@ public struct MirrorJob: Sendable {
             case let .saved(record):
                 tally.withLock { $0.bytes += record.bytes }
                 onEvent(.saved(record, source: image.source))
-                return true
+                return (true, result.downloadLocation != nil)
             case .duplicate:
                 tally.withLock { $0.duplicates += 1 }
                 onEvent(.duplicate(result.imageURL))
             case .notAdmitted:
-                return true
+                return (true, false)
             case let .failed(error):
                 if error.isFatal { fatal.withLock { $0 = $0 ?? error } }
                 tally.withLock {
@@ -387,7 +449,7 @@ public struct MirrorJob: Sendable {
                 onEvent(.failed(result.imageURL, .filesystem(error)))
             }
         }
-        return false
+        return (false, false)
     }
 
     static func record(for result: ImageResult, image: VerifiedImage, file: String, query: String) -> ManifestRecord {
@@ -400,7 +462,9 @@ public struct MirrorJob: Sendable {
         )
     }
 
-    static func failure(from error: any Error) -> any Error {
+    /// The job's error for a search error: keys and settings → ``Failure/configuration(_:)``, a search that no
+    /// provider could serve → ``Failure/unavailable(providers:summary:)`` with every provider's report.
+    static func failure(from error: any Error, summary: Summary) -> any Error {
         switch error {
         case let search as SearchError:
             switch search {
@@ -408,9 +472,8 @@ public struct MirrorJob: Sendable {
                 return Failure.configuration("\(provider) rejected the key in \(variable): \(message); check the variable")
             case let .configuration(provider, message):
                 return Failure.configuration("\(provider): \(message)")
-            case let .unavailable(provider, message):
-                let detail = message.hasPrefix("\(provider): ") ? String(message.dropFirst(provider.count + 2)) : message
-                return Failure.unavailable("\(provider) failed and retries could not overcome it (\(detail)); try again later, or another --provider")
+            case .unavailable:
+                return Failure.unavailable(providers: summary.providerStatus, summary: summary)
             case .cancelled:
                 return CancellationError()
             }

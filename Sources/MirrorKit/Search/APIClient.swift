@@ -168,7 +168,7 @@ public final class APIClient: Sendable {
         pacing: Duration,
         cacheTTL: Duration? = nil
     ) async throws(SearchError) -> (response: APIResponse, fromCache: Bool) {
-        let failure = ProviderFailure(providerName: provider, authVariable: nil, secrets: [])
+        let failure = ProviderFailure(context: nil, authVariable: nil, secrets: [])
         let (response, fromCache) = try await fetch(request, provider: provider, pacing: pacing, cacheTTL: cacheTTL) {
             response throws(ProviderError) -> APIResponse in
             if ProviderFailure.isSuccess(response.status) { return response }
@@ -223,7 +223,7 @@ public final class APIClient: Sendable {
             throw .cancelled
         case .failure(let error):
             if Task.isCancelled { throw .cancelled }
-            let message = "\(provider): \(error.description)"
+            let message = error.description
             throw .provider(error.isTransient ? .transient(message: message) : .permanent(message: message))
         }
 

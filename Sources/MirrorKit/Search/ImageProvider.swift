@@ -68,6 +68,12 @@ public protocol ImageProvider: Sendable {
 
     /// Turns the response to the request for `cursor` into a page, or classifies the failure.
     func parse(_ response: APIResponse, cursor: PageCursor) throws(ProviderError) -> SearchPage
+
+    /// The request the provider's terms ask for when `result` has been saved (Unsplash requires a call to each
+    /// photo's `download_location`), or `nil` when there is none (the default). Sent once per saved image —
+    /// never for duplicates, filtered or failed ones — paced with the provider's search requests; its failure
+    /// never fails the image.
+    func downloadNotification(for result: ImageResult) -> APIRequest?
 }
 
 extension ImageProvider {
@@ -79,6 +85,9 @@ extension ImageProvider {
     public var requiredEnvironment: [String] { Self.descriptor.requiredEnvironment }
     /// The endpoint used when nothing overrides it.
     public var defaultEndpoint: URL { Self.descriptor.defaultEndpoint }
+
+    /// No notification: only providers whose terms ask for one implement it.
+    public func downloadNotification(for result: ImageResult) -> APIRequest? { nil }
 }
 
 // MARK: - Environment helpers shared by the factories

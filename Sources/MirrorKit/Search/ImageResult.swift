@@ -40,6 +40,10 @@ public struct ImageResult: Sendable, Hashable, Codable {
     public var creator: Creator?
     /// Keywords attached to the image; empty by default.
     public var tags: [String]
+    /// A URL the provider's terms ask to be requested once when the image is saved (Unsplash's
+    /// `links.download_location`), or `nil` (most providers). The provider builds the request itself, see
+    /// ``ImageProvider/downloadNotification(for:)``.
+    public var downloadLocation: URL?
 
     /// Creates a result; every optional field defaults to `nil` and `tags` to empty.
     public init(
@@ -56,7 +60,8 @@ public struct ImageResult: Sendable, Hashable, Codable {
         mimeType: String? = nil,
         license: License? = nil,
         creator: Creator? = nil,
-        tags: [String] = []
+        tags: [String] = [],
+        downloadLocation: URL? = nil
     ) {
         self.provider = provider
         self.id = id
@@ -72,6 +77,7 @@ public struct ImageResult: Sendable, Hashable, Codable {
         self.license = license
         self.creator = creator
         self.tags = tags
+        self.downloadLocation = downloadLocation
     }
 }
 

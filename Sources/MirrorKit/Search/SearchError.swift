@@ -27,6 +27,16 @@ public enum SearchError: Error, Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// The message alone, without the case's wording (never containing a key).
+    public var message: String {
+        switch self {
+        case .authentication(_, _, let message), .configuration(_, let message), .unavailable(_, let message):
+            return message
+        case .cancelled:
+            return "cancelled"
+        }
+    }
+
     public var description: String {
         switch self {
         case .authentication(_, let variable, let message):

@@ -164,6 +164,30 @@ public final class SearchFeed: Sendable {
         }
     }
 
+    /// Sends the request `result`'s provider asks for once the image is saved (Unsplash's `download_location`), paced
+    /// with that provider's search requests and retried like them.
+    ///
+    /// - Returns: `true` when a request was sent and answered with a 2xx, `false` when the provider asks for none.
+    /// - Throws: ``SearchError/unavailable(provider:message:)`` (or another case) when it failed for good;
+    ///   ``SearchError/cancelled``. The caller logs a failure and never fails the image for it.
+    public func notifySaved(_ result: ImageResult) async throws(SearchError) -> Bool {
+        let provider = state.withLock { state in state.slots.first { $0.provider.name == result.provider }?.provider }
+        guard let provider, let request = provider.downloadNotification(for: result) else { return false }
+        let failure = ProviderFailure(context: nil, authVariable: nil, secrets: [])
+        do throws(SearchError) {
+            _ = try await client.fetch(request, provider: provider.name, pacing: pacing(for: provider), retry: configuration.effectiveRetry) {
+                response throws(ProviderError) in
+                guard ProviderFailure.isSuccess(response.status) else { throw failure.classify(response) }
+            }
+        } catch {
+            if case .cancelled = error { throw error }
+            state.withLock { $0.statistics.notificationsFailed += 1 }
+            throw error
+        }
+        state.withLock { $0.statistics.notificationsSent += 1 }
+        return true
+    }
+
     // MARK: - I/O steps
 
     private func pacing(for provider: any ImageProvider) -> Duration {

@@ -8,6 +8,10 @@ public struct SearchStatistics: Sendable, Hashable {
     public var cacheHits = 0
     /// Results dropped as duplicates, within a provider's pages or across providers.
     public var duplicatesDropped = 0
+    /// Download notifications (Unsplash's `download_location`) answered with a 2xx; see ``SearchFeed/notifySaved(_:)``.
+    public var notificationsSent = 0
+    /// Download notifications that failed for good (logged; they never fail an image).
+    public var notificationsFailed = 0
     /// Per provider, keyed by registry name; a provider appears once the feed has started on it.
     public var perProvider: [String: ProviderStatistics] = [:]
 

@@ -155,6 +155,12 @@ extension APIEmulator {
         /// Hostile ids and titles for Openverse results, by 0-based result index: the JSON `id` and `title`
         /// fields say what is given here, while the image URL stays the real one (so the image is still served).
         public var openverseOverrides: [Int: ResultOverride] = [:]
+        /// Google refuses `start + num > 100` (so the last page, `start=91&num=10`, gets 400 `INVALID_ARGUMENT`):
+        /// the stricter reading of its docs, which mirror must survive by asking for `num=9`. Default false.
+        public var googleStrictLastPage = false
+        /// The status Unsplash's `download_location` answers with instead of `200 {"url": …}` (its error body), or
+        /// `nil` (the default) for the normal answer. Failed notifications are not counted.
+        public var unsplashDownloadStatus: Int?
 
         public init() {}
 

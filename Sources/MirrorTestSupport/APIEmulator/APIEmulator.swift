@@ -16,9 +16,10 @@ import MirrorTransport
 /// | `/wikimedia/w/api.php` | MediaWiki `action=query&generator=search` (`gsrsearch`, `gsrlimit`, `gsroffset`, `prop=imageinfo`) |
 /// | `/flickr/services/rest/` | `method=flickr.photos.search` (`api_key`, `text`/`tags`, `page`, `per_page` ≤ 500, `extras`) |
 /// | `/giphy/v1/gifs/search` | Giphy search (`api_key`, `q`, `limit` ≤ 50, `offset` ≤ 4999) |
-/// | `/google/customsearch/v1` | Custom Search (`key`, `cx`, `q`, `start`, `num` ≤ 10, `start + num` ≤ 100) |
+/// | `/google/customsearch/v1` | Custom Search (`key`, `cx`, `q`, `start`, `num` ≤ 10, results up to the 100th) |
 /// | `/pexels/v1/search` | Pexels (`Authorization: <key>`, `query`, `page`, `per_page` ≤ 80) |
 /// | `/unsplash/search/photos` | Unsplash (`Authorization: Client-ID <key>` or `client_id`, `query`, `page` ≤ 200, `per_page` ≤ 30) |
+/// | `/unsplash/photos/<id>/download` | Unsplash's `download_location` (the key required; `{"url": …}`); counted per id |
 /// | `/pixabay/api/` | Pixabay (`key`, `q`, `page`, `per_page` 3–200, `totalHits` ≤ 500) |
 /// | `/images/<provider>/<id>.png` | the result's PNG (or its configured fault); counted per path |
 /// | `/thumbs/<provider>/<id>.png` | the result's PNG, for thumbnail fields; not counted |
@@ -214,11 +215,17 @@ public final class APIEmulator: Sendable {
         core.state.withLock { $0.imageRequests.filter { $0.value > 1 }.map(\.key).sorted() }
     }
 
+    /// The photo ids whose Unsplash `download_location` was requested with the right key, in arrival order.
+    public var unsplashDownloadNotifications: [String] {
+        core.state.withLock { $0.downloadNotifications }
+    }
+
     /// Zeroes the API and image counters. Which images already used up their `serverErrorOnce` is kept.
     public func resetCounters() {
         core.state.withLock {
             $0.apiRequests = [:]
             $0.imageRequests = [:]
+            $0.downloadNotifications = []
         }
     }
 }
@@ -230,6 +237,7 @@ final class EmulatorCore: Sendable {
         var faults: [APIEmulator.Provider: [APIEmulator.APIFault]] = [:]
         var apiRequests: [APIEmulator.Provider: [RecordedRequest]] = [:]
         var imageRequests: [String: Int] = [:]
+        var downloadNotifications: [String] = []
         var failedOnce: Set<String> = []
         var sha1: [UInt64: String] = [:]
     }
@@ -287,6 +295,9 @@ final class EmulatorCore: Sendable {
         if path == endpoint || path == trimmed || path == trimmed + "/" {
             return handleAPI(provider, request)
         }
+        if provider == .unsplash, path.hasPrefix("/unsplash/photos/"), path.hasSuffix("/download") {
+            return handleUnsplashDownload(request)
+        }
         if provider == .openverse, path.hasPrefix(endpoint), path.hasSuffix("/thumb/") || path.hasSuffix("/thumb") {
             let id = path.dropFirst(endpoint.count).split(separator: "/").first.map(String.init) ?? ""
             return serveImage(.openverse, id: id, path: path, counted: false)
@@ -336,6 +347,20 @@ final class EmulatorCore: Sendable {
         }
         if settings.apiLatency > .zero { response.latency = (response.latency ?? .zero) + settings.apiLatency }
         return response
+    }
+
+    /// `GET /unsplash/photos/<id>/download`: Unsplash's download tracking, which needs the key like a search.
+    private func handleUnsplashDownload(_ request: RecordedRequest) -> Response {
+        let settings = state.withLock { $0.settings }
+        let context = EmulationContext(settings: settings, baseURL: baseURL, core: self)
+        if let rejection = UnsplashEmulation().authFailure(request, context) { return rejection }
+        if let status = settings.unsplashDownloadStatus { return UnsplashEmulation().serverError(status: status) }
+        let id = request.path.dropFirst("/unsplash/photos/".count).split(separator: "/").first.map(String.init) ?? ""
+        guard let image = EmulatedIDs.parse(.unsplash, id: id).map({ self.image(.unsplash, key: $0.0, index: $0.1, settings: settings) }) else {
+            return EmulatorJSON.response(["errors": ["Couldn't find Photo"]], status: 404)
+        }
+        state.withLock { $0.downloadNotifications.append(id) }
+        return EmulatorJSON.response(["url": image.url.absoluteString + "?ixid=emulated"])
     }
 
     func handleImage(_ request: RecordedRequest, counted: Bool) -> Response {

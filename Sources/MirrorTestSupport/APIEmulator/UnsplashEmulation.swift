@@ -84,7 +84,7 @@ struct UnsplashEmulation: EmulatedAPI {
                 "self": "https://api.unsplash.com/photos/\(image.id)",
                 "html": "https://unsplash.com/photos/\(image.id)",
                 "download": "https://unsplash.com/photos/\(image.id)/download",
-                "download_location": "https://api.unsplash.com/photos/\(image.id)/download",
+                "download_location": context.url("/unsplash/photos/\(image.id)/download"),
             ],
             "user": ["id": "user\(image.index % 17)", "username": user, "name": "Emulated \(image.index % 17)", "links": ["html": "https://unsplash.com/@\(user)"]],
             "tags": [["type": "search", "title": query.lowercased()]],

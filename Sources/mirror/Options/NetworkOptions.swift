@@ -16,7 +16,7 @@ struct NetworkOptions: ParsableArguments {
     @Option(help: "Give up on one attempt after this many seconds (default: no limit; stalls are caught anyway).")
     var timeout: Double?
 
-    @Option(help: "Retries of a failed download (0–10), with backoff and Retry-After honoured.")
+    @Option(help: "Retries of a failed image download (0–10), with backoff and Retry-After honoured; API requests have --api-retries.")
     var retries: Int = 3
 
     func validate() throws {

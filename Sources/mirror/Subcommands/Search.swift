@@ -49,6 +49,9 @@ struct Search: AsyncParsableCommand {
     @Option(help: "File name template: {provider} {id} {title} {index} {sha8} {ext}.")
     var name: String?
 
+    @Option(name: .customLong("api-retries"), help: "Retries of a failed API request — a search page, a token, a download notification — (0–10), with backoff and Retry-After honoured; --retries is for images.")
+    var apiRetries: Int = 3
+
     @Flag(name: .customLong("dry-run"), help: "Print the image URLs that would be fetched, one a line; download nothing.")
     var dryRun = false
 
@@ -62,6 +65,7 @@ struct Search: AsyncParsableCommand {
         guard !queryText.isEmpty else { throw ValidationError("The query is empty: say what to search for, e.g. 'mirror kittens --count 50 --out ./imgs'.") }
         guard (1...100_000).contains(count) else { throw ValidationError("--count must be between 1 and 100000.") }
         if let pages, pages < 1 { throw ValidationError("--pages must be at least 1.") }
+        guard (0...10).contains(apiRetries) else { throw ValidationError("--api-retries must be between 0 and 10.") }
         guard minWidth >= 0, minHeight >= 0 else { throw ValidationError("--min-width and --min-height cannot be negative.") }
         for name in providerNames where !ProviderRegistry.names.contains(name) {
             throw ValidationError("Unknown provider '\(name)'. Known: \(ProviderRegistry.names.joined(separator: ", ")).")
@@ -107,6 +111,7 @@ struct Search: AsyncParsableCommand {
         configuration.licenses = licenses.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() } } ?? []
         configuration.nameTemplate = name.map(NameTemplate.init)
         network.apply(to: &configuration.downloads)
+        configuration.apiRetry.maximumRetries = apiRetries
         configuration.isSyncEnabled = !outputOptions.noFsync
         if !cache.noCache {
             let directory = cache.cacheDirectory.map { URL(fileURLWithPath: $0) } ?? DiskCache.defaultDirectory()
@@ -123,14 +128,22 @@ struct Search: AsyncParsableCommand {
             return
         }
         let renderer = ProgressRenderer(mode: ProgressRenderer.mode(quiet: outputOptions.quiet), target: count)
+        let json = outputOptions.json
         let (summary, interrupted) = try await runInterruptibly(renderer: renderer) {
-            try await job.run { event in
-                switch event {
-                case let .saved(record, source): renderer.saved(record, source: source)
-                case let .failed(url, error): renderer.failed(url, error.description)
-                case .duplicate, .filtered: break
-                case let .retrying(url, attempt, delay, reason): renderer.retrying(url, attempt: attempt, delay: delay, reason: reason)
+            do {
+                return try await job.run { event in
+                    switch event {
+                    case let .saved(record, source): renderer.saved(record, source: source)
+                    case let .failed(url, error): renderer.failed(url, error.description)
+                    case .duplicate, .filtered: break
+                    case let .retrying(url, attempt, delay, reason): renderer.retrying(url, attempt: attempt, delay: delay, reason: reason)
+                    case let .notice(line): renderer.note(line)
+                    }
                 }
+            } catch let failure as MirrorJob.Failure {
+                // A run that failed after starting still owes --json its summary (each provider's status and why).
+                if json, let summary = failure.summary { Self.printJSON(summary) }
+                throw failure
             }
         }
         var result = summary
@@ -148,13 +161,7 @@ struct Search: AsyncParsableCommand {
     }
 
     private func report(_ summary: MirrorJob.Summary) {
-        if outputOptions.json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys]
-            if let data = try? encoder.encode(summary) {
-                FileHandle.standardOutput.write(data + Data("\n".utf8))
-            }
-        }
+        if outputOptions.json { Self.printJSON(summary) }
         guard !outputOptions.quiet else { return }
         let line: String
         if summary.upToDate {
@@ -164,6 +171,10 @@ struct Search: AsyncParsableCommand {
             text += ", \(summary.failed) failed, \(summary.duplicates) duplicates, \(summary.filtered) filtered"
             text += ", \(summary.pages) pages"
             text += String(format: " in %.1fs", summary.seconds)
+            let failed = summary.providerStatus.filter { $0.status == .failed }
+            if !failed.isEmpty {
+                text += "; " + failed.map(\.phrase).joined(separator: "; ")
+            }
             if summary.interrupted {
                 text += "; interrupted: run the same command again to continue"
             } else if summary.exhausted {
@@ -172,6 +183,14 @@ struct Search: AsyncParsableCommand {
             line = text
         }
         FileHandle.standardError.write(Data((line + "\n").utf8))
+    }
+
+    private static func printJSON(_ summary: MirrorJob.Summary) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        if let data = try? encoder.encode(summary) {
+            FileHandle.standardOutput.write(data + Data("\n".utf8))
+        }
     }
 
     private func status(of summary: MirrorJob.Summary) -> ExitStatus {

@@ -43,8 +43,9 @@ enum RetryAfterHeader {
 
 /// The shared status classification every provider starts from, plus body-message extraction.
 struct ProviderFailure {
-    /// The provider's display name, prefixed to messages.
-    var providerName: String
+    /// What failed when it is not the provider's search itself (say, `"token request"`), prefixed to messages;
+    /// `nil` for the search. Messages never name the provider: the layer that reports them does.
+    var context: String?
     /// The variable to name on 401/403, or `nil` for a provider used without a key (then 401/403 are permanent).
     var authVariable: String?
     /// Values that must never appear in a message.
@@ -101,9 +102,9 @@ struct ProviderFailure {
         return json
     }
 
-    /// `"<provider>: <text>"`, redacted.
+    /// `text` (after `"<context>: "` when there is a context), redacted.
     func message(_ text: String) -> String {
-        ProviderText.redact("\(providerName): \(text)", secrets: secrets)
+        ProviderText.redact(context.map { "\($0): \(text)" } ?? text, secrets: secrets)
     }
 
     /// The most useful human text in an error body: common JSON fields (`message`, `error`, `error.message`,
@@ -112,7 +113,9 @@ struct ProviderFailure {
     static func detail(from body: Data, secrets: [String]) -> String {
         let text = String(decoding: body.prefix(2000), as: UTF8.self)
         guard let json = ProviderJSON.parse(body) else {
-            return ProviderText.snippet(text, secrets: secrets)
+            // An HTML error page (a proxy's, a maintenance page): its text, not its markup.
+            let isHTML = text.trimmingCharacters(in: .whitespacesAndNewlines).hasPrefix("<")
+            return ProviderText.snippet(isHTML ? ProviderText.plainText(fromHTML: text) ?? "" : text, secrets: secrets)
         }
         return ProviderText.snippet(detail(in: json) ?? text, secrets: secrets)
     }

@@ -64,7 +64,7 @@ public struct FlickrProvider: ImageProvider {
     public var initialCursor: PageCursor { .page(1) }
 
     private var failure: ProviderFailure {
-        ProviderFailure(providerName: Self.descriptor.displayName, authVariable: "FLICKR_API_KEY", secrets: [apiKey])
+        ProviderFailure(context: nil, authVariable: "FLICKR_API_KEY", secrets: [apiKey])
     }
 
     public func request(for cursor: PageCursor, query: SearchQuery) throws(ProviderError) -> APIRequest {

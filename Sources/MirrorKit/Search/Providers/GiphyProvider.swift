@@ -48,7 +48,7 @@ public struct GiphyProvider: ImageProvider {
     public var initialCursor: PageCursor { .offset(0) }
 
     private var failure: ProviderFailure {
-        ProviderFailure(providerName: Self.descriptor.displayName, authVariable: "GIPHY_API_KEY", secrets: [apiKey])
+        ProviderFailure(context: nil, authVariable: "GIPHY_API_KEY", secrets: [apiKey])
     }
 
     public func request(for cursor: PageCursor, query: SearchQuery) throws(ProviderError) -> APIRequest {

@@ -79,9 +79,9 @@ public struct OpenverseProvider: ImageProvider {
         case (nil, nil):
             return Self(endpoint: endpoint)
         case (nil, _?):
-            throw .authentication(variable: "OPENVERSE_CLIENT_ID", message: "Openverse: OPENVERSE_CLIENT_SECRET is set but OPENVERSE_CLIENT_ID is not")
+            throw .authentication(variable: "OPENVERSE_CLIENT_ID", message: "OPENVERSE_CLIENT_SECRET is set but OPENVERSE_CLIENT_ID is not")
         case (_?, nil):
-            throw .authentication(variable: "OPENVERSE_CLIENT_SECRET", message: "Openverse: OPENVERSE_CLIENT_ID is set but OPENVERSE_CLIENT_SECRET is not")
+            throw .authentication(variable: "OPENVERSE_CLIENT_SECRET", message: "OPENVERSE_CLIENT_ID is set but OPENVERSE_CLIENT_SECRET is not")
         }
     }
 
@@ -103,7 +103,7 @@ public struct OpenverseProvider: ImageProvider {
 
     private var failure: ProviderFailure {
         ProviderFailure(
-            providerName: Self.descriptor.displayName,
+            context: nil,
             authVariable: accessToken == nil ? nil : "OPENVERSE_CLIENT_ID",
             secrets: secrets
         )
@@ -123,7 +123,7 @@ public struct OpenverseProvider: ImageProvider {
     /// - Throws: ``ProviderError/configuration(message:)`` when the provider has no credentials.
     public func tokenRequest() throws(ProviderError) -> APIRequest {
         guard let credentials else {
-            throw .configuration(message: "Openverse: a token needs OPENVERSE_CLIENT_ID and OPENVERSE_CLIENT_SECRET")
+            throw .configuration(message: "a token needs OPENVERSE_CLIENT_ID and OPENVERSE_CLIENT_SECRET")
         }
         let body = ProviderURLBuilder.formBody([
             ("grant_type", "client_credentials"),
@@ -143,7 +143,7 @@ public struct OpenverseProvider: ImageProvider {
     /// - Throws: ``ProviderError/authentication(variable:message:)`` (naming `OPENVERSE_CLIENT_ID`) for 400/401/403,
     ///   the usual classification for other failures.
     public func parseToken(_ response: APIResponse) throws(ProviderError) -> AccessToken {
-        let failure = ProviderFailure(providerName: "Openverse token", authVariable: "OPENVERSE_CLIENT_ID", secrets: secrets)
+        let failure = ProviderFailure(context: "token request", authVariable: "OPENVERSE_CLIENT_ID", secrets: secrets)
         guard ProviderFailure.isSuccess(response.status) else {
             if response.status == 400 {
                 // invalid_client / invalid_grant come back as 400 from the OAuth2 endpoint.
@@ -162,7 +162,7 @@ public struct OpenverseProvider: ImageProvider {
 
     public func request(for cursor: PageCursor, query: SearchQuery) throws(ProviderError) -> APIRequest {
         guard case .page(let page) = cursor, page >= 1, page <= Self.maximumPage else {
-            throw .configuration(message: "Openverse: pages run from 1 to \(Self.maximumPage); cannot request \(cursor)")
+            throw .configuration(message: "pages run from 1 to \(Self.maximumPage); cannot request \(cursor)")
         }
         var builder = ProviderURLBuilder()
         // Openverse truncates q at 200 characters itself; sending it whole keeps the cache key honest.

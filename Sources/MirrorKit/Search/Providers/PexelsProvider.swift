@@ -40,7 +40,7 @@ public struct PexelsProvider: ImageProvider {
     public var initialCursor: PageCursor { .page(1) }
 
     private var failure: ProviderFailure {
-        ProviderFailure(providerName: Self.descriptor.displayName, authVariable: "PEXELS_API_KEY", secrets: [apiKey])
+        ProviderFailure(context: nil, authVariable: "PEXELS_API_KEY", secrets: [apiKey])
     }
 
     public func request(for cursor: PageCursor, query: SearchQuery) throws(ProviderError) -> APIRequest {

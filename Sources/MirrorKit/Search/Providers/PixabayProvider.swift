@@ -48,7 +48,7 @@ public struct PixabayProvider: ImageProvider {
     public var initialCursor: PageCursor { .page(1) }
 
     private var failure: ProviderFailure {
-        ProviderFailure(providerName: Self.descriptor.displayName, authVariable: "PIXABAY_API_KEY", secrets: [apiKey])
+        ProviderFailure(context: nil, authVariable: "PIXABAY_API_KEY", secrets: [apiKey])
     }
 
     public func request(for cursor: PageCursor, query: SearchQuery) throws(ProviderError) -> APIRequest {

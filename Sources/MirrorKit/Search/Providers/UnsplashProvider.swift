@@ -8,8 +8,9 @@ import Foundation
 /// - Errors: `{"errors":[…]}` with 401 → authentication (`UNSPLASH_ACCESS_KEY`); over the limit Unsplash answers
 ///   **403 with the plain-text body `Rate Limit Exceeded`** (or 429), both rate limited; any other 403 is an
 ///   authentication problem (key without access).
-/// - Note: Unsplash's guidelines ask apps to call `links.download_location` when a photo is downloaded; that
-///   belongs to the download layer and is not modelled here.
+/// - Obligation: Unsplash's API guidelines require a request to each photo's `links.download_location` (with the
+///   key) when the photo is downloaded: ``downloadNotification(for:)`` builds it; the job sends it once per saved
+///   photo.
 public struct UnsplashProvider: ImageProvider {
     public static let descriptor = ProviderDescriptor(
         name: "unsplash",
@@ -46,7 +47,7 @@ public struct UnsplashProvider: ImageProvider {
     public var initialCursor: PageCursor { .page(1) }
 
     private var failure: ProviderFailure {
-        ProviderFailure(providerName: Self.descriptor.displayName, authVariable: "UNSPLASH_ACCESS_KEY", secrets: [accessKey])
+        ProviderFailure(context: nil, authVariable: "UNSPLASH_ACCESS_KEY", secrets: [accessKey])
     }
 
     public func request(for cursor: PageCursor, query: SearchQuery) throws(ProviderError) -> APIRequest {
@@ -62,6 +63,20 @@ public struct UnsplashProvider: ImageProvider {
             url: try builder.url(endpoint: endpoint),
             headers: ["Authorization": "Client-ID \(accessKey)", "Accept-Version": "v1"],
             cacheKey: try builder.cacheKey(endpoint: endpoint, secretNames: ["client_id"], secretValues: [accessKey])
+        )
+    }
+
+    /// `GET links.download_location` with the key, as the API guidelines require for every downloaded photo.
+    /// Only a location on the API's own host (or the overridden endpoint's) is called, so a hostile body cannot
+    /// send the key elsewhere.
+    public func downloadNotification(for result: ImageResult) -> APIRequest? {
+        guard let location = result.downloadLocation, location.host?.lowercased() == endpoint.host?.lowercased(),
+            location.scheme?.lowercased() == endpoint.scheme?.lowercased(), location.port == endpoint.port
+        else { return nil }
+        return APIRequest(
+            url: location,
+            headers: ["Authorization": "Client-ID \(accessKey)", "Accept-Version": "v1"],
+            cacheKey: ProviderText.redact(location.absoluteString, secrets: [accessKey])
         )
     }
 
@@ -122,7 +137,8 @@ public struct UnsplashProvider: ImageProvider {
             mimeType: format.flatMap(ProviderText.mimeType(forExtension:)),
             license: license,
             creator: name == nil && profile == nil ? nil : ImageResult.Creator(name: name, url: profile),
-            tags: photo["tags"]?.array?.compactMap { $0["title"]?.nonEmptyString } ?? []
+            tags: photo["tags"]?.array?.compactMap { $0["title"]?.nonEmptyString } ?? [],
+            downloadLocation: photo["links"]?["download_location"]?.url
         )
     }
 }

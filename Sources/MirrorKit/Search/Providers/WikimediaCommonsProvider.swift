@@ -42,7 +42,7 @@ public struct WikimediaCommonsProvider: ImageProvider {
     public var initialCursor: PageCursor { .token([:]) }
 
     private var failure: ProviderFailure {
-        ProviderFailure(providerName: Self.descriptor.displayName, authVariable: nil, secrets: [])
+        ProviderFailure(context: nil, authVariable: nil, secrets: [])
     }
 
     public func request(for cursor: PageCursor, query: SearchQuery) throws(ProviderError) -> APIRequest {
