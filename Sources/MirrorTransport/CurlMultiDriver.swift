@@ -17,7 +17,7 @@ import Foundation
 /// defer { driver.shutdown() }
 /// let response = try await driver.perform(TransferRequest(url: url))
 /// ```
-public final class CurlMultiDriver: Sendable {
+public final class CurlMultiDriver: HTTPLoading {
     private let inbox: Inbox
     private let finished = DispatchSemaphore(value: 0)
 
@@ -70,28 +70,13 @@ public final class CurlMultiDriver: Sendable {
         return task
     }
 
-    /// Performs a transfer and returns its response; cancelling the calling task cancels the transfer.
-    public func perform(_ request: TransferRequest) async throws(TransportError) -> HTTPResponse {
-        let cancellation = Locked<CancellationState>(.idle)
-        let result: Result<HTTPResponse, TransportError> = await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                let task = start(request) { continuation.resume(returning: $0) }
-                let cancelNow = cancellation.withLock { state in
-                    if case .cancelled = state { return true }
-                    state = .started(task)
-                    return false
-                }
-                if cancelNow { task.cancel() }
-            }
-        } onCancel: {
-            let task = cancellation.withLock { state -> TransferTask? in
-                defer { state = .cancelled }
-                if case let .started(task) = state { return task }
-                return nil
-            }
-            task?.cancel()
-        }
-        return try result.get()
+    /// Starts a transfer (``start(_:completion:)``), for callers that hold the driver as `any HTTPLoading`.
+    @discardableResult
+    public func load(
+        _ request: TransferRequest,
+        completion: @escaping @Sendable (Result<HTTPResponse, TransportError>) -> Void
+    ) -> any Cancellable {
+        start(request, completion: completion)
     }
 
     /// Cancels every transfer (each completes with `.cancelled`), stops the thread and frees the
@@ -107,7 +92,7 @@ public final class CurlMultiDriver: Sendable {
 }
 
 /// Cancels one transfer. Cheap to keep; cancelling a finished transfer does nothing.
-public final class TransferTask: Sendable {
+public final class TransferTask: Cancellable {
     /// The transfer's identifier, unique within its driver.
     public let id: Int
     private let inbox: Inbox
@@ -123,11 +108,6 @@ public final class TransferTask: Sendable {
     }
 }
 
-private enum CancellationState {
-    case idle
-    case started(TransferTask)
-    case cancelled
-}
 
 /// What other threads hand to the driver thread, behind one lock.
 ///

@@ -5,7 +5,7 @@ import MirrorTransport
 /// What every download operation of one manager shares: the driver, the request template, the
 /// validator, the cache and the event stream.
 struct DownloadContext: Sendable {
-    let driver: CurlMultiDriver
+    let loader: any HTTPLoading
     let transferTemplate: TransferRequest
     let validator: ImageValidator
     let cache: DiskCache?

@@ -61,8 +61,9 @@ public final class DownloadManager: Sendable {
 
     private let queue: OperationQueue
     private let gate: HostGate
-    private let driver: CurlMultiDriver
-    private let ownsDriver: Bool
+    private let loader: any HTTPLoading
+    /// Stops the driver this manager made for itself; nil when it was given a loader (whose owner stops it).
+    private let ownedDriver: CurlMultiDriver?
     private let context: DownloadContext
     private let timers = DispatchQueue(label: "mirror.retry-timers")
     private let state = Locked(State())
@@ -85,11 +86,12 @@ public final class DownloadManager: Sendable {
         var random = SystemRandomNumberGenerator()
     }
 
-    /// Builds a manager; it makes its own driver unless given one (which it then does not shut down).
-    public init(configuration: Configuration = Configuration(), driver: CurlMultiDriver? = nil) {
+    /// Builds a manager; it makes its own ``CurlMultiDriver`` unless given a loader (which it then does not shut down).
+    public init(configuration: Configuration = Configuration(), loader: (any HTTPLoading)? = nil) {
         self.configuration = configuration
-        self.driver = driver ?? CurlMultiDriver()
-        ownsDriver = driver == nil
+        let ownedDriver = loader == nil ? CurlMultiDriver() : nil
+        self.ownedDriver = ownedDriver
+        self.loader = loader ?? ownedDriver!
         queue = OperationQueue()
         queue.name = "mirror.downloads"
         queue.maxConcurrentOperationCount = max(1, configuration.concurrency)
@@ -103,7 +105,7 @@ public final class DownloadManager: Sendable {
         template.stall = configuration.stall
         template.maximumBodyBytes = configuration.maximumBytes
         context = DownloadContext(
-            driver: self.driver,
+            loader: self.loader,
             transferTemplate: template,
             validator: ImageValidator(pixelLimit: configuration.pixelLimit),
             cache: configuration.cache,
@@ -114,7 +116,7 @@ public final class DownloadManager: Sendable {
 
     deinit {
         context.events.finish()
-        if ownsDriver { driver.shutdown() }
+        ownedDriver?.shutdown()
     }
 
     // MARK: Downloading
@@ -179,7 +181,7 @@ public final class DownloadManager: Sendable {
         cancelAll()
         await waitUntilIdle()
         context.events.finish()
-        if ownsDriver { driver.shutdown() }
+        ownedDriver?.shutdown()
     }
 
     private func cancel(id: Int) {

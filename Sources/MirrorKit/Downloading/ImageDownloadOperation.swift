@@ -22,7 +22,7 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
     private let context: DownloadContext
     private let completion: @Sendable (Outcome) -> Void
     // The only mutable state; its lock guards it.
-    private let transfer = Locked<TransferTask?>(nil)
+    private let transfer = Locked<(any Cancellable)?>(nil)
 
     init(request: DownloadRequest, attempt: Int, context: DownloadContext, completion: @escaping @Sendable (Outcome) -> Void) {
         self.request = request
@@ -57,7 +57,7 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
         transferRequest.url = request.url
         transferRequest.destination = .sink(sink)
         context.emit(.started(request.url, attempt: attempt))
-        let task = context.driver.start(transferRequest) { [self] result in
+        let task = context.loader.load(transferRequest) { [self] result in
             // Off the driver thread before anything touches the disk.
             context.verifyQueue.async {
                 self.end(self.conclude(result, sink: sink, temporary: temporary))

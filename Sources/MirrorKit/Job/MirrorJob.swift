@@ -225,7 +225,7 @@ public struct MirrorJob: Sendable {
         let needed = configuration.count - have
         let driver = CurlMultiDriver()
         defer { driver.shutdown() }
-        let manager = DownloadManager(configuration: configuration.downloads, driver: driver)
+        let manager = DownloadManager(configuration: configuration.downloads, loader: driver)
         let committer = ImageCommitter(folder: folder, store: store, isSyncEnabled: configuration.isSyncEnabled, admissionLimit: needed)
         let feed = makeFeed(providers: providers, driver: driver)
         let skip = (try? store.permanentlyFailedURLs()) ?? []
@@ -350,7 +350,7 @@ public struct MirrorJob: Sendable {
         if let text = configuration.environment["MIRROR_API_INTERVAL_MS"], let milliseconds = Int(text), milliseconds >= 0 {
             feedConfiguration.requestInterval = .milliseconds(milliseconds)
         }
-        let client = APIClient(driver: driver, cache: configuration.pageCache, retry: configuration.apiRetry)
+        let client = APIClient(loader: driver, cache: configuration.pageCache, retry: configuration.apiRetry)
         return SearchFeed(providers: providers, query: searchQuery, client: client, configuration: feedConfiguration)
     }
 

@@ -21,7 +21,7 @@ import MirrorTransport
 /// Wikimedia User-Agent policy asks. Thread safety: every method may be called from any task at once.
 ///
 /// ```swift
-/// let client = APIClient(driver: CurlMultiDriver(), cache: ImageCache())
+/// let client = APIClient(loader: CurlMultiDriver(), cache: ImageCache())
 /// let request = try provider.request(for: provider.initialCursor, query: SearchQuery(text: "kittens"))
 /// let (page, fromCache) = try await client.fetch(request, provider: provider.name, pacing: provider.minimumRequestInterval) {
 ///     response throws(ProviderError) in try provider.parse(response, cursor: provider.initialCursor)
@@ -57,8 +57,8 @@ public final class APIClient: Sendable {
         case cancelled
     }
 
-    /// The transport.
-    public let driver: CurlMultiDriver
+    /// The transport (in production a ``CurlMultiDriver``).
+    public let loader: any HTTPLoading
     /// The page cache, or `nil` for none.
     public let cache: ImageCache?
     /// The retry policy ``fetch(_:provider:pacing:retry:cacheTTL:decode:)`` uses when given none. Default: 3 retries.
@@ -76,19 +76,19 @@ public final class APIClient: Sendable {
 
     /// Creates a client.
     /// - Parameters:
-    ///   - driver: The transport.
+    ///   - loader: The transport (in production a ``CurlMultiDriver``).
     ///   - cache: The page cache, or `nil` for none.
     ///   - retry: The default retry policy. Default: 3 retries, 0.5 s base delay, 30 s ceiling, `Retry-After` up to 5 min.
     ///   - sleeper: The clock and sleep. Default: ``Sleeper/real``.
     ///   - timeout: The limit on one whole request. Default: 60 s.
     public init(
-        driver: CurlMultiDriver,
+        loader: any HTTPLoading,
         cache: ImageCache?,
         retry: RetryPolicy = RetryPolicy(),
         sleeper: Sleeper = .real,
         timeout: Duration = .seconds(60)
     ) {
-        self.driver = driver
+        self.loader = loader
         self.cache = cache
         self.retry = retry
         self.sleeper = sleeper
@@ -209,7 +209,7 @@ public final class APIClient: Sendable {
         requestCounts.withLock { $0[provider, default: 0] += 1 }
         let result: Result<HTTPResponse, TransportError>
         do {
-            result = .success(try await driver.perform(transferRequest(for: request)))
+            result = .success(try await loader.perform(transferRequest(for: request)))
         } catch {
             result = .failure(error)
         }

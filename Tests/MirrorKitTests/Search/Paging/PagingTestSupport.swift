@@ -150,7 +150,7 @@ final class PagingHarness: Sendable {
 
     /// A client with fast retries (10 ms base, 50 ms ceiling) and, unless told otherwise, no cache.
     func makeClient(cache: ImageCache? = nil) -> APIClient {
-        APIClient(driver: driver, cache: cache, retry: PagingConfig.fastRetry)
+        APIClient(loader: driver, cache: cache, retry: PagingConfig.fastRetry)
     }
 
     /// A feed over `providers` with no pacing and fast retries unless `configure` says otherwise.

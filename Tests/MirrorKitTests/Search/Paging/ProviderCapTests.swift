@@ -43,7 +43,7 @@ struct ProviderCapTests {
         configuration.requestInterval = .zero
         let feed = SearchFeed(
             providers: [provider], query: SearchQuery(text: "kittens"),
-            client: APIClient(driver: driver, cache: nil), configuration: configuration
+            client: APIClient(loader: driver, cache: nil), configuration: configuration
         )
 
         // When every result is drawn
@@ -68,7 +68,7 @@ struct ProviderCapTests {
         configuration.requestInterval = .zero
         let feed = SearchFeed(
             providers: [provider], query: SearchQuery(text: "kittens"),
-            client: APIClient(driver: driver, cache: nil), configuration: configuration
+            client: APIClient(loader: driver, cache: nil), configuration: configuration
         )
 
         // When every result is drawn

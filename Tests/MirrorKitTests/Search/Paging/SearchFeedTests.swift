@@ -452,7 +452,7 @@ struct SearchFeedTests {
             return .ok(PagingPages.openverse(page: page, pageCount: 3, numbers: Array((page - 1) * 20..<page * 20)), contentType: "application/json")
         }
         let sleeps = SleepRecorder()
-        let client = APIClient(driver: harness.driver, cache: harness.makeCache(), retry: PagingConfig.fastRetry, sleeper: sleeps.sleeper)
+        let client = APIClient(loader: harness.driver, cache: harness.makeCache(), retry: PagingConfig.fastRetry, sleeper: sleeps.sleeper)
         let configuration = SearchFeed.Configuration { $0.requestInterval = .seconds(2) }
         let query = SearchQuery(text: "kittens")
 
