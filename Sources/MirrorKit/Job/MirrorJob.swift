@@ -170,28 +170,26 @@ public struct MirrorJob: Sendable {
     // MARK: Dry run
 
     /// The candidate URLs a run would fetch (up to the missing count), without downloading or writing anything.
-    public func candidates(driver: CurlMultiDriver? = nil) async throws -> [ImageResult] {
+    public func candidates(loader: (any HTTPLoading)? = nil) async throws -> [ImageResult] {
         let providers = try makeProviders()
         let manifest = ManifestRecord.read(from: configuration.directory.appendingPathComponent("manifest.jsonl"))
         let have = Set(manifest.compactMap { URL(string: $0.url).map { CacheKey(url: $0).normalizedURL } })
         let missing = max(0, configuration.count - manifest.count)
-        let driver = driver ?? CurlMultiDriver()
-        let feed = makeFeed(providers: providers, driver: driver)
+        let driver = loader == nil ? CurlMultiDriver() : nil
+        defer { driver?.shutdown() }
+        let feed = makeFeed(providers: providers, loader: loader ?? driver!)
+        let source = SearchSource(feed: feed, query: configuration.query)
+        let admission = Pipeline(configuration: pipelineConfiguration(target: missing))
         var results: [ImageResult] = []
         while results.count < missing {
-            let candidate: ImageResult?
+            let next: Candidate?
             do {
-                candidate = try await next(from: feed)
+                next = try await source.next()
             } catch {
-                var summary = Summary()
-                summary.target = configuration.count
-                summary.providers = configuration.providers
-                summary.providerStatus = providerStatus(feed.statistics)
-                throw Self.failure(from: error, summary: summary)
+                throw Self.failure(from: error, summary: summary(of: feed, report: nil, folder: nil, started: .now))
             }
-            guard let result = candidate else { break }
-            if have.contains(CacheKey(url: result.imageURL).normalizedURL) { continue }
-            if let reason = earlyRejection(result) { _ = reason; continue }
+            guard let candidate = next, let result = candidate.result else { break }
+            if have.contains(CacheKey(url: candidate.url).normalizedURL) || admission.earlyRejection(candidate) != nil { continue }
             results.append(result)
         }
         return results
@@ -209,101 +207,32 @@ public struct MirrorJob: Sendable {
         let store = try StateStore(url: folder.stateDirectory.appendingPathComponent("state.sqlite"))
         try store.synchronizeImages(with: folder.records)
         let providerNames = configuration.providers.joined(separator: ",")
-
-        var summary = Summary()
-        summary.target = configuration.count
-        summary.providers = configuration.providers
-        let have = folder.savedCount
-        guard have < configuration.count else {
-            summary.total = have
+        let needed = configuration.count - folder.savedCount
+        let driver = CurlMultiDriver()
+        defer { driver.shutdown() }
+        let feed = makeFeed(providers: providers, loader: driver)
+        guard needed > 0 else {
+            var summary = summary(of: feed, report: nil, folder: folder, started: started)
             summary.upToDate = true
-            summary.providerStatus = providerStatus(SearchStatistics())
-            summary.seconds = (ContinuousClock.now - started).seconds
             try? store.recordSearch(query: configuration.query, providers: providerNames, saved: 0, pagesFetched: 0, exhausted: false)
             return summary
         }
-        let needed = configuration.count - have
-        let driver = CurlMultiDriver()
-        defer { driver.shutdown() }
-        let manager = DownloadManager(configuration: configuration.downloads, loader: driver)
-        let committer = ImageCommitter(folder: folder, store: store, isSyncEnabled: configuration.isSyncEnabled, admissionLimit: needed)
-        let feed = makeFeed(providers: providers, driver: driver)
-        let skip = (try? store.permanentlyFailedURLs()) ?? []
-        let tally = Locked(Summary())
-        // Download notifications (Unsplash's download_location) in flight; they never hold a download slot.
-        let notifications = Locked<[Task<Void, Never>]>([])
-        // Downloads of this run that did not end in a saved image; they widen the in-flight margin.
-        let losses = Locked(0)
-        // The first error that makes the folder unwritable (full disk, read-only, …): it ends the run.
-        let fatal = Locked<FileError?>(nil)
-        let forwarder = Task {
-            for await event in manager.events {
-                if case let .retrying(url, attempt, delay, reason) = event {
-                    onEvent(.retrying(url, attempt: attempt, delay: delay, reason: reason))
-                }
-            }
-        }
 
-        var searchFailure: (any Error)?
-        var exhausted = false
-        await withTaskGroup(of: Void.self) { group in
-            var inFlight = 0
-            var seen = Set<String>()
-            loop: while true {
-                let saved = committer.admittedCount
-                // In flight beyond what is still needed: none at first (so a clean run fetches exactly the
-                // difference), then one more for each download of this run that did not end in a saved
-                // image, up to the concurrency, so that where losses happen they are replaced ahead of time.
-                let margin = min(configuration.downloads.concurrency, losses.withLock { $0 })
-                if saved >= needed || Task.isCancelled || fatal.withLock({ $0 }) != nil { break }
-                if !exhausted && searchFailure == nil && inFlight < configuration.downloads.concurrency + margin && saved + inFlight < needed + margin {
-                    do {
-                        guard let result = try await next(from: feed) else {
-                            exhausted = true
-                            continue loop
-                        }
-                        let key = CacheKey(url: result.imageURL).normalizedURL
-                        if folder.contains(url: result.imageURL) || !seen.insert(key).inserted {
-                            tally.withLock { $0.duplicates += 1 }
-                            onEvent(.duplicate(result.imageURL))
-                            continue loop
-                        }
-                        if skip.contains(key) { continue loop }
-                        if let reason = earlyRejection(result) {
-                            tally.withLock { $0.filtered += 1 }
-                            onEvent(.filtered(result.imageURL, reason))
-                            continue loop
-                        }
-                        inFlight += 1
-                        group.addTask {
-                            let outcome = await download(result, manager: manager, committer: committer, store: store, tally: tally, fatal: fatal, onEvent: onEvent)
-                            if outcome.notify {
-                                let task = Task { await notify(feed: feed, of: result, onEvent: onEvent) }
-                                notifications.withLock { $0.append(task) }
-                            }
-                            if !outcome.kept { losses.withLock { $0 += 1 } }
-                        }
-                        continue loop
-                    } catch {
-                        searchFailure = error
-                        continue loop
-                    }
-                }
-                if inFlight == 0 { break }
-                await group.next()
-                inFlight -= 1
+        var pipeline = pipelineConfiguration(target: needed)
+        pipeline.skip = (try? store.permanentlyFailedURLs()) ?? []
+        let sink = FolderSink(
+            folder: folder, store: store, isSyncEnabled: configuration.isSyncEnabled, admissionLimit: needed,
+            nameTemplate: configuration.nameTemplate
+        )
+        let report = await Pipeline(configuration: pipeline, loader: driver).run(from: SearchSource(feed: feed, query: configuration.query), into: sink) { event in
+            switch event {
+            case let .saved(record, _, source): onEvent(.saved(record, source: source))
+            case let .alreadySaved(candidate), let .duplicate(candidate, _): onEvent(.duplicate(candidate.url))
+            case let .filtered(candidate, reason): onEvent(.filtered(candidate.url, reason))
+            case let .failed(candidate, error): onEvent(.failed(candidate.url, error))
+            case let .retrying(url, attempt, delay, reason): onEvent(.retrying(url, attempt: attempt, delay: delay, reason: reason))
+            case let .notice(line): onEvent(.notice(line))
             }
-            // The count is reached (or the run is over): whatever is still in flight is surplus.
-            manager.cancelAll()
-            await group.waitForAll()
-        }
-        await committer.drain()
-        await manager.shutdown()
-        forwarder.cancel()
-        // A provider's terms ask for each notification: wait for those in flight, unless the run was interrupted.
-        for task in notifications.withLock({ $0 }) {
-            if Task.isCancelled { task.cancel() }
-            await task.value
         }
         // Keep the cache within its size limit (least recently used first); cheap when under it. The
         // image and page caches share one folder by default, so one sweep covers both.
@@ -313,28 +242,15 @@ public struct MirrorJob: Sendable {
             _ = configuration.pageCache?.sweep()
         }
 
-        let statistics = feed.statistics
-        summary = tally.withLock { $0 }
-        summary.target = configuration.count
-        summary.providers = configuration.providers
-        summary.saved = committer.admittedCount
-        summary.total = folder.savedCount
-        summary.pages = statistics.pagesFetched
-        summary.apiRequests = statistics.requestsMade + statistics.notificationsSent + statistics.notificationsFailed
-        summary.downloadNotifications = statistics.notificationsSent
-        summary.downloadNotificationsFailed = statistics.notificationsFailed
-        summary.providerStatus = providerStatus(statistics)
-        summary.interrupted = Task.isCancelled
-        summary.exhausted = summary.total < configuration.count && !summary.interrupted && searchFailure == nil
-        summary.seconds = (ContinuousClock.now - started).seconds
+        let summary = summary(of: feed, report: report, folder: folder, started: started)
         try? store.recordSearch(
             query: configuration.query, providers: providerNames, saved: summary.saved,
             pagesFetched: summary.pages, exhausted: summary.exhausted
         )
-        if let error = fatal.withLock({ $0 }), !summary.interrupted {
+        if let error = report.fatal, !summary.interrupted {
             throw error
         }
-        if let searchFailure, summary.total < configuration.count, !summary.interrupted {
+        if let searchFailure = report.sourceError, summary.total < configuration.count, !summary.interrupted {
             throw Self.failure(from: searchFailure, summary: summary)
         }
         return summary
@@ -342,7 +258,41 @@ public struct MirrorJob: Sendable {
 
     // MARK: Pieces
 
-    private func makeFeed(providers: [any ImageProvider], driver: CurlMultiDriver) -> SearchFeed {
+    private func pipelineConfiguration(target: Int) -> Pipeline.Configuration {
+        var pipeline = Pipeline.Configuration(target: target)
+        pipeline.downloads = configuration.downloads
+        pipeline.filter = configuration.filter
+        return pipeline
+    }
+
+    /// The run's summary from the feed's statistics and the pipeline's report (none for a run that fetched nothing).
+    private func summary(of feed: SearchFeed, report: Pipeline.Report?, folder: OutputFolder?, started: ContinuousClock.Instant) -> Summary {
+        let statistics = feed.statistics
+        var summary = Summary()
+        summary.target = configuration.count
+        summary.providers = configuration.providers
+        summary.providerStatus = configuration.providers.map { ProviderReport(provider: $0, statistics: statistics.perProvider[$0]) }
+        summary.total = folder?.savedCount ?? 0
+        summary.pages = statistics.pagesFetched
+        summary.apiRequests = statistics.requestsMade + statistics.notificationsSent + statistics.notificationsFailed
+        summary.downloadNotifications = statistics.notificationsSent
+        summary.downloadNotificationsFailed = statistics.notificationsFailed
+        if let report {
+            let tally = report.tally
+            summary.saved = tally.saved
+            summary.failed = tally.failed
+            summary.failures = tally.failures
+            summary.duplicates = tally.duplicates + tally.alreadySaved
+            summary.filtered = tally.filtered
+            summary.bytes = tally.bytes
+            summary.interrupted = report.interrupted
+            summary.exhausted = summary.total < configuration.count && !summary.interrupted && report.sourceError == nil
+        }
+        summary.seconds = (ContinuousClock.now - started).seconds
+        return summary
+    }
+
+    private func makeFeed(providers: [any ImageProvider], loader: any HTTPLoading) -> SearchFeed {
         var feedConfiguration = SearchFeed.Configuration()
         feedConfiguration.pageLimit = configuration.pageLimit
         feedConfiguration.retry = configuration.apiRetry
@@ -350,116 +300,8 @@ public struct MirrorJob: Sendable {
         if let text = configuration.environment["MIRROR_API_INTERVAL_MS"], let milliseconds = Int(text), milliseconds >= 0 {
             feedConfiguration.requestInterval = .milliseconds(milliseconds)
         }
-        let client = APIClient(loader: driver, cache: configuration.pageCache, retry: configuration.apiRetry)
+        let client = APIClient(loader: loader, cache: configuration.pageCache, retry: configuration.apiRetry)
         return SearchFeed(providers: providers, query: searchQuery, client: client, configuration: feedConfiguration)
-    }
-
-    private func next(from feed: SearchFeed) async throws -> ImageResult? {
-        try await feed.next()
-    }
-
-    /// Every provider of the chain, in chain order, as the feed's statistics describe it.
-    private func providerStatus(_ statistics: SearchStatistics) -> [ProviderReport] {
-        configuration.providers.map { ProviderReport(provider: $0, statistics: statistics.perProvider[$0]) }
-    }
-
-    /// Sends the download notification `result`'s provider asks for; a failure is logged, never fatal.
-    private func notify(feed: SearchFeed, of result: ImageResult, onEvent: @escaping @Sendable (Event) -> Void) async {
-        do {
-            _ = try await feed.notifySaved(result)
-        } catch {
-            if case .cancelled = error { return }
-            onEvent(.notice("\(result.provider): the download notification for \(result.id) failed (\(error.message)); the image is kept"))
-        }
-    }
-
-    /// Rejects a candidate from what the API says, before any download: too small, unwanted format.
-    private func earlyRejection(_ result: ImageResult) -> String? {
-        guard let filter = configuration.filter else { return nil }
-        if let width = result.width, let height = result.height,
-           width < filter.minimumWidth || height < filter.minimumHeight {
-            return "\(width)×\(height) is smaller than \(filter.minimumWidth)×\(filter.minimumHeight)"
-        }
-        if let formats = filter.formats, let mime = result.mimeType, let format = ImageFormat(mimeType: mime), !formats.contains(format) {
-            return "\(format.rawValue) is not among the wanted formats"
-        }
-        return nil
-    }
-
-    private func download(
-        _ result: ImageResult, manager: DownloadManager, committer: ImageCommitter, store: StateStore,
-        tally: Locked<Summary>, fatal: Locked<FileError?>, onEvent: @escaping @Sendable (Event) -> Void
-    ) async -> (kept: Bool, notify: Bool) {
-        let outcome = await manager.download(DownloadRequest(url: result.imageURL, directory: committer.folder.directory, filter: configuration.filter))
-        switch outcome {
-        case .failure(.cancelled):
-            return (true, false)
-        case let .failure(.filesystem(error)) where error.isFatal:
-            // The folder cannot take the image: no other image will fare better, so the run stops.
-            fatal.withLock { $0 = $0 ?? error }
-            tally.withLock {
-                $0.failed += 1
-                $0.failures["filesystem", default: 0] += 1
-            }
-        case let .failure(.filtered(reason)):
-            tally.withLock { $0.filtered += 1 }
-            try? store.recordFailure(url: result.imageURL, provider: result.provider, reason: "filtered", isTransient: false)
-            onEvent(.filtered(result.imageURL, reason))
-        case let .failure(error):
-            tally.withLock {
-                $0.failed += 1
-                $0.failures[error.reasonKey, default: 0] += 1
-            }
-            try? store.recordFailure(url: result.imageURL, provider: result.provider, reason: error.reasonKey, isTransient: error.isTransient)
-            onEvent(.failed(result.imageURL, error))
-        case let .success(image):
-            let query = configuration.query
-            var name: (@Sendable (Int) -> String)?
-            if let template = configuration.nameTemplate {
-                name = { index in
-                    template.render(provider: result.provider, id: result.id, title: result.title, index: index, sha256: image.sha256, format: image.info.format)
-                }
-            }
-            let naming = name
-            let published: ImageCommitter.Outcome = await withCheckedContinuation { continuation in
-                committer.commit(ImageCommitter.Item(
-                    image: image,
-                    stem: "\(result.provider)-\(result.id)",
-                    name: naming,
-                    record: { name in Self.record(for: result, image: image, file: name, query: query) },
-                    completion: { continuation.resume(returning: $0) }
-                ))
-            }
-            switch published {
-            case let .saved(record):
-                tally.withLock { $0.bytes += record.bytes }
-                onEvent(.saved(record, source: image.source))
-                return (true, result.downloadLocation != nil)
-            case .duplicate:
-                tally.withLock { $0.duplicates += 1 }
-                onEvent(.duplicate(result.imageURL))
-            case .notAdmitted:
-                return (true, false)
-            case let .failed(error):
-                if error.isFatal { fatal.withLock { $0 = $0 ?? error } }
-                tally.withLock {
-                    $0.failed += 1
-                    $0.failures["filesystem", default: 0] += 1
-                }
-                onEvent(.failed(result.imageURL, .filesystem(error)))
-            }
-        }
-        return (false, false)
-    }
-
-    static func record(for result: ImageResult, image: VerifiedImage, file: String, query: String) -> ManifestRecord {
-        ManifestRecord(
-            file: file, url: result.imageURL.absoluteString, pageURL: result.pageURL?.absoluteString,
-            provider: result.provider, id: result.id, title: result.title, creator: result.creator?.name,
-            license: result.license.map { [$0.code, $0.version].compactMap { $0 }.joined(separator: " ") },
-            licenseURL: result.license?.url?.absoluteString, width: image.info.width, height: image.info.height,
-            bytes: image.bytes, sha256: image.sha256, format: image.info.format.rawValue, query: query, fetchedAt: image.fetchedAt
-        )
     }
 
     /// The job's error for a search error: keys and settings → ``Failure/configuration(_:)``, a search that no

@@ -12,16 +12,7 @@ import MirrorTransport
 /// (deleted next run); a kill after leaves files the journal names (verified and adopted next run).
 public final class ImageCommitter: Sendable {
     /// How one image's publication ended.
-    public enum Outcome: Sendable, Equatable {
-        /// Published; the record is now in the manifest.
-        case saved(ManifestRecord)
-        /// The same bytes are already saved, in this file.
-        case duplicate(of: String)
-        /// Not admitted: the run already has all it needs.
-        case notAdmitted
-        /// The folder could not be written.
-        case failed(FileError)
-    }
+    public typealias Outcome = PublishOutcome
 
     /// One image waiting to be published.
     public struct Item: Sendable {

@@ -70,122 +70,37 @@ public struct URLListJob: Sendable {
     public func run(_ list: URLList, onEvent: @escaping @Sendable (Event) -> Void = { _ in }) async throws -> Summary {
         let started = ContinuousClock.now
         let folder = try OutputFolder(directory: configuration.directory)
-        let summary = Locked(Summary())
-        summary.withLock {
-            $0.total = list.urls.count
-            $0.invalidLines = list.invalidLines.count
-        }
-        let manager = DownloadManager(configuration: configuration.downloads)
-        let committer = ImageCommitter(folder: folder, isSyncEnabled: configuration.isSyncEnabled)
-        // The first error that makes the folder unwritable (full disk, read-only, …): it ends the run.
-        let fatal = Locked<FileError?>(nil)
-        let stop: @Sendable (FileError) -> Void = { error in
-            guard error.isFatal else { return }
-            fatal.withLock { $0 = $0 ?? error }
-            manager.cancelAll()
-        }
-        let forwarder = Task {
-            for await event in manager.events {
-                if case let .retrying(url, attempt, delay, reason) = event {
-                    onEvent(.retrying(url, attempt: attempt, delay: delay, reason: reason))
-                }
+        let sink = FolderSink(folder: folder, isSyncEnabled: configuration.isSyncEnabled)
+        var pipeline = Pipeline.Configuration()
+        pipeline.downloads = configuration.downloads
+        let report = await Pipeline(configuration: pipeline).run(from: URLListSource(list), into: sink) { event in
+            switch event {
+            case let .saved(record, _, source): onEvent(.saved(record, source: source))
+            case let .alreadySaved(candidate): onEvent(.skipped(candidate.url))
+            case let .duplicate(candidate, existing): onEvent(.duplicate(candidate.url, of: existing ?? candidate.url.absoluteString))
+            case let .failed(candidate, error): onEvent(.failed(candidate.url, error))
+            case let .retrying(url, attempt, delay, reason): onEvent(.retrying(url, attempt: attempt, delay: delay, reason: reason))
+            case .filtered, .notice: break
             }
         }
-
-        // One download of the list, from request to published file.
-        let process: @Sendable (URL) async -> Void = { url in
-            let result = await manager.download(DownloadRequest(url: url, directory: folder.directory))
-            switch result {
-            case let .failure(error):
-                if case let .filesystem(fileError) = error { stop(fileError) }
-                summary.withLock {
-                    $0.failed += 1
-                    $0.failures[error.reasonKey, default: 0] += 1
-                    if error.isTransient { $0.hasTransientFailures = true }
-                }
-                onEvent(.failed(url, error))
-            case let .success(image):
-                let outcome = await Self.commit(image, url: url, to: committer)
-                switch outcome {
-                case let .saved(record):
-                    summary.withLock {
-                        $0.saved += 1
-                        $0.bytes += record.bytes
-                        if image.source != .network { $0.cacheHits += 1 }
-                    }
-                    onEvent(.saved(record, source: image.source))
-                case let .duplicate(existing):
-                    summary.withLock { $0.duplicates += 1 }
-                    onEvent(.duplicate(url, of: existing))
-                case .notAdmitted:
-                    break
-                case let .failed(error):
-                    stop(error)
-                    summary.withLock {
-                        $0.failed += 1
-                        $0.failures["filesystem", default: 0] += 1
-                        $0.hasTransientFailures = true
-                    }
-                    onEvent(.failed(url, .filesystem(error)))
-                }
-            }
-        }
-
-        // A window of tasks rather than one per URL: a task costs memory (a 100,000-line list would
-        // otherwise hold 100,000 suspended tasks), and the window is wide enough that URLs of other
-        // hosts are not held up behind a busy host's per-host cap.
-        let window = max(256, configuration.downloads.concurrency * 8)
-        await withTaskCancellationHandler {
-            await withTaskGroup(of: Void.self) { group in
-                var pending = list.urls.makeIterator()
-                var running = 0
-                func startNext() -> Bool {
-                    while fatal.withLock({ $0 == nil }), !Task.isCancelled, let url = pending.next() {
-                        if folder.contains(url: url) {
-                            summary.withLock { $0.skipped += 1 }
-                            onEvent(.skipped(url))
-                            continue
-                        }
-                        group.addTask { await process(url) }
-                        return true
-                    }
-                    return false
-                }
-                while running < window, startNext() { running += 1 }
-                while running > 0 {
-                    await group.next()
-                    running -= 1
-                    if startNext() { running += 1 }
-                }
-            }
-        } onCancel: {
-            manager.cancelAll()
-        }
-        await committer.drain()
-        await manager.shutdown()
-        forwarder.cancel()
         // Keep the cache within its size limit (least recently used first); cheap when under it.
         configuration.downloads.cache?.sweep()
-        if let error = fatal.withLock({ $0 }), !Task.isCancelled { throw error }
-        var result = summary.withLock { $0 }
-        result.seconds = (ContinuousClock.now - started).seconds
-        return result
-    }
+        if let error = report.fatal, !report.interrupted { throw error }
 
-    private static func commit(_ image: VerifiedImage, url: URL, to committer: ImageCommitter) async -> ImageCommitter.Outcome {
-        await withCheckedContinuation { continuation in
-            committer.commit(ImageCommitter.Item(
-                image: image,
-                stem: FileNaming.stem(of: url),
-                record: { name in
-                    ManifestRecord(
-                        file: name, url: url.absoluteString, width: image.info.width, height: image.info.height,
-                        bytes: image.bytes, sha256: image.sha256, format: image.info.format.rawValue, fetchedAt: image.fetchedAt
-                    )
-                },
-                completion: { continuation.resume(returning: $0) }
-            ))
-        }
+        let tally = report.tally
+        var summary = Summary()
+        summary.total = list.urls.count
+        summary.invalidLines = list.invalidLines.count
+        summary.saved = tally.saved
+        summary.skipped = tally.alreadySaved
+        summary.duplicates = tally.duplicates
+        summary.failed = tally.failed
+        summary.failures = tally.failures
+        summary.bytes = tally.bytes
+        summary.cacheHits = tally.cacheHits
+        summary.hasTransientFailures = tally.hasTransientFailures
+        summary.seconds = (ContinuousClock.now - started).seconds
+        return summary
     }
 }
 

@@ -1,0 +1,51 @@
+import Foundation
+
+/// One image the pipeline may fetch: where it is, what to call it, and what its source knows about it.
+public struct Candidate: Sendable, Hashable {
+    /// The image URL.
+    public var url: URL
+    /// The wanted file name stem (`openverse-1234`); the extension comes from the bytes.
+    public var stem: String
+    /// What the source knows about the image (the manifest's provenance fields).
+    public var provenance: ImageProvenance
+    /// The search result it came from, or `nil` (a URL list): what the source needs back for its obligations.
+    public var result: ImageResult?
+    /// The width the source reports, used to turn away images before any download; `nil` when unknown.
+    public var reportedWidth: Int?
+    /// The height the source reports; `nil` when unknown.
+    public var reportedHeight: Int?
+    /// The MIME type the source reports; `nil` when unknown.
+    public var reportedMIMEType: String?
+
+    /// Creates a candidate; the reported dimensions and type default to unknown.
+    public init(
+        url: URL, stem: String, provenance: ImageProvenance = ImageProvenance(), result: ImageResult? = nil,
+        reportedWidth: Int? = nil, reportedHeight: Int? = nil, reportedMIMEType: String? = nil
+    ) {
+        self.url = url
+        self.stem = stem
+        self.provenance = provenance
+        self.result = result
+        self.reportedWidth = reportedWidth
+        self.reportedHeight = reportedHeight
+        self.reportedMIMEType = reportedMIMEType
+    }
+}
+
+/// Where a pipeline's candidates come from: the search feed, a URL list (a dataset table next).
+///
+/// ``next()`` is called from one task at a time; ``saveNotification(for:)`` from any task.
+public protocol CandidateSource: Sendable {
+    /// The next candidate, or `nil` when the source has no more.
+    /// - Throws: the source's own error when it cannot go on (the search's providers failed); the pipeline stops
+    ///   asking, finishes what is in flight and reports it.
+    func next() async throws -> Candidate?
+
+    /// Work the source's terms ask for once `candidate` has been saved (Unsplash's download notification), or `nil`
+    /// (the default). It runs off the download's slot; a line it returns is logged, and never fails the image.
+    func saveNotification(for candidate: Candidate) -> (@Sendable () async -> String?)?
+}
+
+extension CandidateSource {
+    public func saveNotification(for candidate: Candidate) -> (@Sendable () async -> String?)? { nil }
+}

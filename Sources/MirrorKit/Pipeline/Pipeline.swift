@@ -1,0 +1,331 @@
+import Foundation
+import MirrorImages
+import MirrorTransport
+
+/// The one engine every job runs: candidates from a ``CandidateSource`` → admission → the download manager →
+/// verification → an ``ImageSink`` → progress events.
+///
+/// - **Admission**, in one place: a candidate the sink already holds (by normalised URL) is reported as
+///   ``Event/alreadySaved(_:)``; one seen earlier in this run as ``Event/duplicate(_:of:)``; one that failed for good
+///   on an earlier run (``Configuration/skip``) is passed over; one whose reported size or type the
+///   ``Configuration/filter`` refuses is ``Event/filtered(_:_:)`` before any download. Duplicates by content are the
+///   sink's to find (it knows what it holds).
+/// - **Exact count.** With a ``Configuration/target``, no more than the images still needed are in flight — plus,
+///   once downloads of this run have been lost (failed, filtered, duplicate), one more for each loss, up to the
+///   concurrency — so a clean run fetches exactly the difference and a lossy one replaces losses ahead of time;
+///   the sink never admits more than the target, and the surplus is cancelled the moment it is reached. Without a
+///   target, a window of tasks (``Configuration/window``) keeps every host busy without a task per candidate.
+/// - **Stopping.** Cancelling the calling task cancels every download; a sink that cannot be written (full,
+///   read-only) stops the run (``Report/fatal``); a source that throws stops the asking (``Report/sourceError``),
+///   and what is in flight still finishes.
+///
+/// ```swift
+/// let pipeline = Pipeline(configuration: .init(target: 50))
+/// let report = await pipeline.run(from: source, into: sink) { event in print(event) }
+/// ```
+public struct Pipeline: Sendable {
+    /// Settings of a run.
+    public struct Configuration: Sendable {
+        /// Images the sink should gain, or `nil` (the default) for every candidate the source has.
+        public var target: Int?
+        /// Download settings (concurrency, per-host cap, image retries, limits, cache).
+        public var downloads = DownloadManager.Configuration()
+        /// Which images are wanted (dimensions, formats), or `nil` (the default) for every valid image.
+        public var filter: ImageFilter?
+        /// Normalised URLs never to try again (they failed for good on an earlier run). Default empty.
+        public var skip: Set<String> = []
+
+        /// Candidates in flight at most without a target: wide enough that one busy host's per-host cap does not
+        /// hold up the others, small enough that a 10-million-row list is not a task per row.
+        public var window: Int { max(256, downloads.concurrency * 8) }
+
+        /// A configuration; `target` defaults to none.
+        public init(target: Int? = nil) {
+            self.target = target
+        }
+    }
+
+    /// Progress of a run.
+    public enum Event: Sendable {
+        /// Published by the sink.
+        case saved(ManifestRecord, Candidate, source: CacheSource)
+        /// The sink already held the candidate's URL.
+        case alreadySaved(Candidate)
+        /// The URL came up earlier in this run (`of` nil), or the sink already holds the same bytes (`of` its file).
+        case duplicate(Candidate, of: String?)
+        /// A valid image the filter turned away (or the source's report of it did, before any download).
+        case filtered(Candidate, String)
+        /// The download gave no image.
+        case failed(Candidate, DownloadError)
+        /// An attempt failed and another follows after `delay`.
+        case retrying(URL, attempt: Int, delay: Duration, reason: String)
+        /// A line for the log that changes nothing about the count.
+        case notice(String)
+    }
+
+    /// What a run counted.
+    public struct Tally: Sendable, Hashable {
+        /// Images the sink published.
+        public var saved = 0
+        /// Candidates the sink already held.
+        public var alreadySaved = 0
+        /// Candidates whose URL came up earlier in this run, or whose bytes the sink already held.
+        public var duplicates = 0
+        /// Valid images the filter turned away.
+        public var filtered = 0
+        /// Candidates passed over because they failed for good on an earlier run.
+        public var skipped = 0
+        /// Downloads that gave no image.
+        public var failed = 0
+        /// Failures by reason (`http-404`, `truncated`, `filesystem`, …).
+        public var failures: [String: Int] = [:]
+        /// Bytes of the images published.
+        public var bytes: Int64 = 0
+        /// Published images served from the cache.
+        public var cacheHits = 0
+        /// Whether any failure may succeed on a later run (network, server, disk).
+        public var hasTransientFailures = false
+    }
+
+    /// How a run ended.
+    public struct Report: Sendable {
+        /// What it counted.
+        public var tally: Tally
+        /// Why the source stopped early, or `nil` when it ran dry (or was never asked to the end).
+        public var sourceError: (any Error)?
+        /// Whether the source ran dry.
+        public var sourceExhausted: Bool
+        /// The error that made the sink unwritable and ended the run, or `nil`.
+        public var fatal: FileError?
+        /// Whether the calling task was cancelled.
+        public var interrupted: Bool
+    }
+
+    /// The settings in force.
+    public let configuration: Configuration
+    /// The transport, or `nil` for a driver of the run's own.
+    public let loader: (any HTTPLoading)?
+
+    /// Creates a pipeline.
+    /// - Parameters:
+    ///   - configuration: Settings of the run.
+    ///   - loader: The transport (shared with the search's API client), or `nil` (the default) for a
+    ///     ``CurlMultiDriver`` of the run's own.
+    public init(configuration: Configuration, loader: (any HTTPLoading)? = nil) {
+        self.configuration = configuration
+        self.loader = loader
+    }
+
+    /// Runs the source dry (or to the target, or until the task is cancelled or the sink fails).
+    public func run(from source: any CandidateSource, into sink: any ImageSink, onEvent: @escaping @Sendable (Event) -> Void = { _ in }) async -> Report {
+        let manager = DownloadManager(configuration: configuration.downloads, loader: loader)
+        let run = Run(pipeline: self, manager: manager, sink: sink, source: source, onEvent: onEvent)
+        let forwarder = Task {
+            for await event in manager.events {
+                if case let .retrying(url, attempt, delay, reason) = event {
+                    onEvent(.retrying(url, attempt: attempt, delay: delay, reason: reason))
+                }
+            }
+        }
+        var sourceError: (any Error)?
+        var exhausted = false
+        await withTaskCancellationHandler {
+            await withTaskGroup(of: Void.self) { group in
+                var inFlight = 0
+                var seen = Set<String>()
+                while !Task.isCancelled, !run.hasFailedFatally {
+                    if let target = configuration.target, sink.publishedCount >= target { break }
+                    if !exhausted, sourceError == nil, run.hasRoom(inFlight: inFlight) {
+                        do {
+                            guard let candidate = try await source.next() else {
+                                exhausted = true
+                                continue
+                            }
+                            guard run.admit(candidate, seen: &seen) else { continue }
+                            inFlight += 1
+                            group.addTask { await run.process(candidate) }
+                        } catch {
+                            sourceError = error
+                        }
+                        continue
+                    }
+                    if inFlight == 0 { break }
+                    await group.next()
+                    inFlight -= 1
+                }
+                // The target is reached, or the run is over: whatever is still in flight is surplus.
+                manager.cancelAll()
+                await group.waitForAll()
+            }
+        } onCancel: {
+            manager.cancelAll()
+        }
+        await sink.drain()
+        await manager.shutdown()
+        forwarder.cancel()
+        await run.finishNotifications(cancel: Task.isCancelled)
+        return Report(
+            tally: run.tally.withLock { $0 }, sourceError: sourceError, sourceExhausted: exhausted,
+            fatal: run.fatal.withLock { $0 }, interrupted: Task.isCancelled
+        )
+    }
+
+    /// Why the source's report of a candidate already rules it out, before any download.
+    func earlyRejection(_ candidate: Candidate) -> String? {
+        guard let filter = configuration.filter else { return nil }
+        if let width = candidate.reportedWidth, let height = candidate.reportedHeight,
+            width < filter.minimumWidth || height < filter.minimumHeight
+        {
+            return "\(width)×\(height) is smaller than \(filter.minimumWidth)×\(filter.minimumHeight)"
+        }
+        if let formats = filter.formats, let mime = candidate.reportedMIMEType, let format = ImageFormat(mimeType: mime), !formats.contains(format) {
+            return "\(format.rawValue) is not among the wanted formats"
+        }
+        return nil
+    }
+}
+
+extension Pipeline {
+    /// The state one run shares between its loop and its download tasks.
+    private final class Run: Sendable {
+        let pipeline: Pipeline
+        let manager: DownloadManager
+        let sink: any ImageSink
+        let source: any CandidateSource
+        let onEvent: @Sendable (Event) -> Void
+        let tally = Locked(Tally())
+        /// Downloads of this run that did not end in a published image; they widen the in-flight margin.
+        let losses = Locked(0)
+        /// The first error that made the sink unwritable (full disk, read-only, …): it ends the run.
+        let fatal = Locked<FileError?>(nil)
+        /// Save notifications in flight; they never hold a download slot.
+        let notifications = Locked<[Task<Void, Never>]>([])
+
+        init(pipeline: Pipeline, manager: DownloadManager, sink: any ImageSink, source: any CandidateSource, onEvent: @escaping @Sendable (Event) -> Void) {
+            self.pipeline = pipeline
+            self.manager = manager
+            self.sink = sink
+            self.source = source
+            self.onEvent = onEvent
+        }
+
+        var configuration: Configuration { pipeline.configuration }
+
+        var hasFailedFatally: Bool { fatal.withLock { $0 != nil } }
+
+        /// Whether another candidate may start.
+        func hasRoom(inFlight: Int) -> Bool {
+            guard let target = configuration.target else { return inFlight < configuration.window }
+            // None beyond what is needed at first (a clean run fetches exactly the difference), then one more for
+            // each download lost, up to the concurrency, so that losses are replaced ahead of time.
+            let concurrency = configuration.downloads.concurrency
+            let margin = min(concurrency, losses.withLock { $0 })
+            return inFlight < concurrency + margin && sink.publishedCount + inFlight < target + margin
+        }
+
+        /// Admission: whether `candidate` goes on to be downloaded; reports why not.
+        func admit(_ candidate: Candidate, seen: inout Set<String>) -> Bool {
+            let key = CacheKey(url: candidate.url).normalizedURL
+            if sink.contains(url: candidate.url) {
+                tally.withLock { $0.alreadySaved += 1 }
+                onEvent(.alreadySaved(candidate))
+                return false
+            }
+            if !seen.insert(key).inserted {
+                tally.withLock { $0.duplicates += 1 }
+                onEvent(.duplicate(candidate, of: nil))
+                return false
+            }
+            if configuration.skip.contains(key) {
+                tally.withLock { $0.skipped += 1 }
+                return false
+            }
+            if let reason = pipeline.earlyRejection(candidate) {
+                tally.withLock { $0.filtered += 1 }
+                onEvent(.filtered(candidate, reason))
+                return false
+            }
+            return true
+        }
+
+        /// One candidate from download to published file.
+        func process(_ candidate: Candidate) async {
+            let kept = await downloadAndPublish(candidate)
+            if !kept { losses.withLock { $0 += 1 } }
+        }
+
+        /// Whether the download ended without a loss (published, cancelled as surplus, or not admitted).
+        private func downloadAndPublish(_ candidate: Candidate) async -> Bool {
+            let request = DownloadRequest(url: candidate.url, directory: sink.stagingDirectory, filter: configuration.filter)
+            let provider = candidate.provenance.provider
+            switch await manager.download(request) {
+            case .failure(.cancelled):
+                return true
+            case let .failure(.filtered(reason)):
+                tally.withLock { $0.filtered += 1 }
+                sink.recordFailure(url: candidate.url, provider: provider, reason: "filtered", isTransient: false)
+                onEvent(.filtered(candidate, reason))
+            case let .failure(error):
+                if case let .filesystem(fileError) = error, fileError.isFatal {
+                    // The sink cannot take the image: no other image will fare better, so the run stops.
+                    stop(fileError)
+                } else {
+                    sink.recordFailure(url: candidate.url, provider: provider, reason: error.reasonKey, isTransient: error.isTransient)
+                }
+                tally.withLock {
+                    $0.failed += 1
+                    $0.failures[error.reasonKey, default: 0] += 1
+                    if error.isTransient { $0.hasTransientFailures = true }
+                }
+                onEvent(.failed(candidate, error))
+            case let .success(image):
+                switch await sink.publish(image, stem: candidate.stem, provenance: candidate.provenance) {
+                case let .saved(record):
+                    tally.withLock {
+                        $0.saved += 1
+                        $0.bytes += record.bytes
+                        if image.source != .network { $0.cacheHits += 1 }
+                    }
+                    onEvent(.saved(record, candidate, source: image.source))
+                    if let work = source.saveNotification(for: candidate) {
+                        let onEvent = self.onEvent
+                        let task = Task {
+                            if let line = await work() { onEvent(.notice(line)) }
+                        }
+                        notifications.withLock { $0.append(task) }
+                    }
+                    return true
+                case let .duplicate(existing):
+                    tally.withLock { $0.duplicates += 1 }
+                    onEvent(.duplicate(candidate, of: existing))
+                case .notAdmitted:
+                    return true
+                case let .failed(error):
+                    stop(error)
+                    tally.withLock {
+                        $0.failed += 1
+                        $0.failures["filesystem", default: 0] += 1
+                        $0.hasTransientFailures = true
+                    }
+                    onEvent(.failed(candidate, .filesystem(error)))
+                }
+            }
+            return false
+        }
+
+        /// Ends the run when `error` means the sink can take no more images.
+        private func stop(_ error: FileError) {
+            guard error.isFatal else { return }
+            fatal.withLock { $0 = $0 ?? error }
+            manager.cancelAll()
+        }
+
+        /// Waits for the save notifications in flight (a source's terms ask for each), or cancels them.
+        func finishNotifications(cancel: Bool) async {
+            for task in notifications.withLock({ $0 }) {
+                if cancel { task.cancel() }
+                await task.value
+            }
+        }
+    }
+}

@@ -1,0 +1,85 @@
+import Foundation
+
+/// The output folder as an ``ImageSink``: files published atomically in batches, `manifest.jsonl`, and (for
+/// searches) the state database.
+///
+/// Wraps an ``OutputFolder`` (lock, reconciliation, lookups), an ``ImageCommitter`` (batched fsync, rename,
+/// journal, manifest) and, when given one, a ``StateStore`` (published images and failed URLs).
+///
+/// ```swift
+/// let folder = try OutputFolder(directory: url)
+/// let sink = FolderSink(folder: folder, admissionLimit: 50)
+/// ```
+public final class FolderSink: ImageSink {
+    /// The folder images are published into.
+    public let folder: OutputFolder
+    /// The state database, or `nil` for none (URL lists keep their state in the manifest alone).
+    public let store: StateStore?
+    /// How files are named; `nil` names them after the candidate's stem.
+    public let nameTemplate: NameTemplate?
+    private let committer: ImageCommitter
+
+    /// Creates the sink.
+    /// - Parameters:
+    ///   - folder: The output folder (opened, and so locked, by the caller).
+    ///   - store: The state database, or `nil`.
+    ///   - isSyncEnabled: Whether files, the folder and the manifest are fsynced. Default true.
+    ///   - admissionLimit: Images this run may publish at most, or `nil` for no limit.
+    ///   - nameTemplate: How files are named, or `nil` for `<stem>.<ext>`.
+    public init(folder: OutputFolder, store: StateStore? = nil, isSyncEnabled: Bool = true, admissionLimit: Int? = nil, nameTemplate: NameTemplate? = nil) {
+        self.folder = folder
+        self.store = store
+        self.nameTemplate = nameTemplate
+        committer = ImageCommitter(folder: folder, store: store, isSyncEnabled: isSyncEnabled, admissionLimit: admissionLimit)
+    }
+
+    public var stagingDirectory: URL { folder.directory }
+
+    public func contains(url: URL) -> Bool {
+        folder.contains(url: url)
+    }
+
+    public func publish(_ image: VerifiedImage, stem: String, provenance: ImageProvenance) async -> PublishOutcome {
+        var name: (@Sendable (Int) -> String)?
+        if let template = nameTemplate {
+            name = { index in
+                template.render(
+                    provider: provenance.provider ?? "", id: provenance.id ?? stem, title: provenance.title, index: index,
+                    sha256: image.sha256, format: image.info.format
+                )
+            }
+        }
+        let naming = name
+        return await withCheckedContinuation { continuation in
+            committer.commit(ImageCommitter.Item(
+                image: image,
+                stem: stem,
+                name: naming,
+                record: { file in ManifestRecord(file: file, image: image, provenance: provenance) },
+                completion: { continuation.resume(returning: $0) }
+            ))
+        }
+    }
+
+    public func recordFailure(url: URL, provider: String?, reason: String, isTransient: Bool) {
+        try? store?.recordFailure(url: url, provider: provider, reason: reason, isTransient: isTransient)
+    }
+
+    public var publishedCount: Int { committer.admittedCount }
+
+    public func drain() async {
+        await committer.drain()
+    }
+}
+
+extension ManifestRecord {
+    /// The record of `image` saved as `file`, with what its source knew about it.
+    public init(file: String, image: VerifiedImage, provenance: ImageProvenance) {
+        self.init(
+            file: file, url: image.url.absoluteString, pageURL: provenance.pageURL, provider: provenance.provider,
+            id: provenance.id, title: provenance.title, creator: provenance.creator, license: provenance.license,
+            licenseURL: provenance.licenseURL, width: image.info.width, height: image.info.height, bytes: image.bytes,
+            sha256: image.sha256, format: image.info.format.rawValue, query: provenance.query, fetchedAt: image.fetchedAt
+        )
+    }
+}
