@@ -14,6 +14,9 @@ public struct HTTPResponse: Sendable {
         public var firstByte: Duration
         /// Everything done.
         public var total: Duration
+
+        /// All zero: a response that took no measurable time (a stub's).
+        public static let zero = Timings(nameLookup: .zero, connect: .zero, tlsHandshake: .zero, firstByte: .zero, total: .zero)
     }
 
     /// The HTTP status code of the final response.
@@ -32,6 +35,23 @@ public struct HTTPResponse: Sendable {
     public var timings: Timings
     /// New TCP connections this transfer opened (0 when it reused one).
     public var connectionsOpened: Int
+
+    /// Creates a response (transports make them; tests' stub loaders too). Header names must be lowercase.
+    public init(
+        status: Int, headers: [(name: String, value: String)] = [], effectiveURL: URL, redirectCount: Int = 0,
+        bytesReceived: Int64 = 0, body: Data = Data(),
+        timings: Timings = .zero,
+        connectionsOpened: Int = 0
+    ) {
+        self.status = status
+        self.headers = headers
+        self.effectiveURL = effectiveURL
+        self.redirectCount = redirectCount
+        self.bytesReceived = bytesReceived
+        self.body = body
+        self.timings = timings
+        self.connectionsOpened = connectionsOpened
+    }
 
     /// The first value of a header, by case-insensitive name.
     public func header(_ name: String) -> String? {

@@ -1,0 +1,259 @@
+import Crypto
+import Foundation
+import MirrorImages
+@testable import MirrorKit
+import MirrorTestSupport
+import MirrorTransport
+import Testing
+
+// MARK: - Stubs behind the seams
+
+/// A scripted ``CandidateSource``: the candidates given, then nil (or a thrown error).
+final class ScriptedSource: CandidateSource {
+    private let candidates: Locked<[Candidate]>
+    private let failure: (any Error & Sendable)?
+    let asked = Locked(0)
+    let notified = Locked<[URL]>([])
+
+    init(_ urls: [URL], failingAtEndWith failure: (any Error & Sendable)? = nil) {
+        candidates = Locked(urls.map { Candidate(url: $0, stem: $0.deletingPathExtension().lastPathComponent) })
+        self.failure = failure
+    }
+
+    func next() async throws -> Candidate? {
+        asked.withLock { $0 += 1 }
+        if let next = candidates.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) { return next }
+        if let failure { throw failure }
+        return nil
+    }
+
+    func saveNotification(for candidate: Candidate) -> (@Sendable () async -> String?)? {
+        { [notified] in
+            notified.withLock { $0.append(candidate.url) }
+            return nil
+        }
+    }
+}
+
+/// A stub ``HTTPLoading``: answers each URL from a script on a background queue, writing 2xx bodies to the
+/// request's sink as the real driver does; `.hang` answers only when cancelled.
+final class StubLoader: HTTPLoading {
+    enum Answer: Sendable {
+        case body(Data)
+        case status(Int)
+        case hang
+    }
+
+    private let script: @Sendable (URL) -> Answer
+    let requests = Locked<[URL]>([])
+    private let hanging = Locked<[Int: @Sendable (Result<HTTPResponse, TransportError>) -> Void]>([:])
+    private let nextID = Locked(0)
+
+    init(_ script: @escaping @Sendable (URL) -> Answer) {
+        self.script = script
+    }
+
+    private struct Handle: Cancellable {
+        let cancelBody: @Sendable () -> Void
+        func cancel() { cancelBody() }
+    }
+
+    func load(_ request: TransferRequest, completion: @escaping @Sendable (Result<HTTPResponse, TransportError>) -> Void) -> any Cancellable {
+        requests.withLock { $0.append(request.url) }
+        let answer = script(request.url)
+        let id = nextID.withLock { $0 += 1; return $0 }
+        if case .hang = answer {
+            hanging.withLock { $0[id] = completion }
+        } else {
+            DispatchQueue.global().async {
+                switch answer {
+                case let .body(data):
+                    if case let .sink(sink) = request.destination {
+                        do {
+                            try data.withUnsafeBytes { try sink.write($0) }
+                        } catch {
+                            completion(.failure(.destinationFailed("stub")))
+                            return
+                        }
+                    }
+                    completion(.success(HTTPResponse(status: 200, effectiveURL: request.url, bytesReceived: Int64(data.count))))
+                case let .status(status):
+                    completion(.success(HTTPResponse(status: status, effectiveURL: request.url)))
+                case .hang:
+                    break
+                }
+            }
+        }
+        return Handle { [hanging] in
+            hanging.withLock { $0.removeValue(forKey: id) }?(.failure(.cancelled))
+        }
+    }
+}
+
+/// An in-memory ``ImageSink``: keeps published bytes in a dictionary, refuses repeated bytes, admits up to a limit,
+/// and can be told to fail every publication (a full disk).
+final class MemorySink: ImageSink {
+    let stagingDirectory: URL
+    private let limit: Int?
+    private let failing: Bool
+    let held = Locked<[String: Data]>([:])  // sha256 → bytes
+    let urls = Locked<Set<String>>([])
+
+    init(directory: URL, limit: Int? = nil, preloaded: [URL] = [], failing: Bool = false) {
+        stagingDirectory = directory
+        self.limit = limit
+        self.failing = failing
+        urls.withLock { $0 = Set(preloaded.map { CacheKey(url: $0).normalizedURL }) }
+    }
+
+    func contains(url: URL) -> Bool {
+        urls.withLock { $0.contains(CacheKey(url: url).normalizedURL) }
+    }
+
+    func publish(_ image: VerifiedImage, stem: String, provenance: ImageProvenance) async -> PublishOutcome {
+        defer { AtomicFile.remove(image.temporaryFile) }
+        if failing { return .failed(FileError(operation: "write", path: stagingDirectory.path, code: ENOSPC)) }
+        let data = (try? Data(contentsOf: image.temporaryFile)) ?? Data()
+        return held.withLock { held in
+            if held[image.sha256] != nil { return .duplicate(of: image.sha256) }
+            if let limit, held.count >= limit { return .notAdmitted }
+            held[image.sha256] = data
+            urls.withLock { _ = $0.insert(CacheKey(url: image.url).normalizedURL) }
+            return .saved(ManifestRecord(file: stem, image: image, provenance: provenance))
+        }
+    }
+
+    func recordFailure(url: URL, provider: String?, reason: String, isTransient: Bool) {}
+
+    var publishedCount: Int { held.withLock { $0.count } }
+
+    func drain() async {}
+}
+
+// MARK: - Tests
+
+@Suite("Pipeline: scripted source, stub loader, in-memory sink", .timeLimit(.minutes(1)))
+struct PipelineTests {
+    private static func url(_ index: Int) -> URL { URL(string: "http://stub.test/img/\(index).png")! }
+
+    private static func configuration(target: Int?) -> Pipeline.Configuration {
+        var configuration = Pipeline.Configuration(target: target)
+        configuration.downloads.concurrency = 4
+        configuration.downloads.retry = RetryPolicy(maximumRetries: 1, baseDelay: .milliseconds(1), maximumDelay: .milliseconds(2))
+        return configuration
+    }
+
+    @Test func theCountIsExactUnderFailures() async throws {
+        // Given 60 candidates, every third answering 404 and every fifth an HTML page
+        let folder = TemporaryDirectory()
+        let loader = StubLoader { url in
+            let index = Int(url.deletingPathExtension().lastPathComponent)!
+            if index % 3 == 0 { return .status(404) }
+            if index % 5 == 0 { return .body(TestImages.htmlErrorPage) }
+            return .body(TestImages.png(width: 4, height: 4, seed: UInt64(index)))
+        }
+        let source = ScriptedSource((1...60).map(Self.url))
+        let sink = MemorySink(directory: folder.url, limit: 20)
+
+        // When the pipeline runs to a target of 20
+        let report = await Pipeline(configuration: Self.configuration(target: 20), loader: loader).run(from: source, into: sink)
+
+        // Then exactly 20 are published, every loss is counted, nothing half-done is left, and each saved image was notified
+        #expect(sink.publishedCount == 20)
+        #expect(report.tally.saved == 20)
+        #expect(report.tally.failed > 0)
+        #expect(report.tally.failures["http-404", default: 0] > 0)
+        #expect(folder.temporaryFiles.isEmpty)
+        #expect(source.notified.withLock { $0.count } == 20)
+        #expect(report.fatal == nil && report.sourceError == nil && !report.interrupted)
+    }
+
+    @Test func duplicatesByURLAndByContentAreAdmittedOnce() async throws {
+        // Given a list with a URL twice, one the sink already has, and two URLs serving the same bytes
+        let folder = TemporaryDirectory()
+        let same = TestImages.png(width: 5, height: 5, seed: 99)
+        let loader = StubLoader { url in
+            url.lastPathComponent.hasPrefix("same") ? .body(same) : .body(TestImages.png(width: 3, height: 3, seed: UInt64(url.hashValue & 0xFFFF)))
+        }
+        let urls = [Self.url(1), Self.url(1), Self.url(2), URL(string: "http://stub.test/img/same-a.png")!, URL(string: "http://stub.test/img/same-b.png")!]
+        let sink = MemorySink(directory: folder.url, preloaded: [Self.url(2)])
+
+        // When every candidate is run
+        let report = await Pipeline(configuration: Self.configuration(target: nil), loader: loader).run(from: ScriptedSource(urls), into: sink)
+
+        // Then the repeated URL is never fetched twice, the held one never fetched, and the repeated bytes kept once
+        #expect(report.tally.alreadySaved == 1)
+        #expect(report.tally.duplicates == 2)
+        #expect(report.tally.saved == 2)
+        #expect(loader.requests.withLock { $0.filter { $0 == Self.url(1) }.count } == 1)
+        #expect(!loader.requests.withLock { $0.contains(Self.url(2)) })
+    }
+
+    @Test func cancellingTheTaskCancelsEveryDownload() async throws {
+        // Given downloads that never answer
+        let folder = TemporaryDirectory()
+        let loader = StubLoader { _ in .hang }
+        let sink = MemorySink(directory: folder.url)
+        let pipeline = Pipeline(configuration: Self.configuration(target: 10), loader: loader)
+
+        // When the running task is cancelled once downloads are in flight
+        let task = Task { await pipeline.run(from: ScriptedSource((1...50).map(Self.url)), into: sink) }
+        #expect(await eventually { loader.requests.withLock { $0.count } >= 4 })
+        task.cancel()
+        let report = await task.value
+
+        // Then it ends promptly, interrupted, with nothing saved, no download counted as failed and no file left
+        #expect(report.interrupted)
+        #expect(report.tally.saved == 0)
+        #expect(report.tally.failed == 0)
+        #expect(folder.temporaryFiles.isEmpty)
+    }
+
+    @Test func aSinkThatFailsStopsTheRun() async throws {
+        // Given a sink that cannot be written (a full disk)
+        let folder = TemporaryDirectory()
+        let loader = StubLoader { url in .body(TestImages.png(width: 2, height: 2, seed: UInt64(url.hashValue & 0xFFFF))) }
+        let source = ScriptedSource((1...500).map(Self.url))
+        let sink = MemorySink(directory: folder.url, failing: true)
+
+        // When the pipeline runs
+        let report = await Pipeline(configuration: Self.configuration(target: nil), loader: loader).run(from: source, into: sink)
+
+        // Then the first failure ends the run: reported as fatal, and the source is not drained
+        #expect(report.fatal?.isOutOfSpace == true)
+        #expect(report.tally.saved == 0)
+        #expect(source.asked.withLock { $0 } < 500)
+        #expect(folder.temporaryFiles.isEmpty)
+    }
+
+    @Test func aSourceThatFailsIsReportedAfterWhatItGaveIsDone() async throws {
+        struct Broken: Error {}
+        // Given a source that yields 5 and then throws
+        let folder = TemporaryDirectory()
+        let loader = StubLoader { url in .body(TestImages.png(width: 2, height: 3, seed: UInt64(url.hashValue & 0xFFFF))) }
+        let sink = MemorySink(directory: folder.url)
+
+        let report = await Pipeline(configuration: Self.configuration(target: 10), loader: loader)
+            .run(from: ScriptedSource((1...5).map(Self.url), failingAtEndWith: Broken()), into: sink)
+
+        // Then the five are saved and the error is the report's
+        #expect(report.tally.saved == 5)
+        #expect(report.sourceError is Broken)
+        #expect(!report.sourceExhausted)
+    }
+
+    @Test func theFilterTurnsAwayWhatTheSourceReportsBeforeAnyDownload() async throws {
+        let folder = TemporaryDirectory()
+        let loader = StubLoader { _ in .body(TestImages.png(width: 2, height: 2)) }
+        var configuration = Self.configuration(target: nil)
+        configuration.filter = ImageFilter(minimumWidth: 100, minimumHeight: 100)
+        let pipeline = Pipeline(configuration: configuration, loader: loader)
+        let small = Candidate(url: Self.url(1), stem: "small", reportedWidth: 50, reportedHeight: 50)
+        #expect(pipeline.earlyRejection(small) != nil)
+
+        // And a candidate with no report is fetched, then filtered on its real size
+        let report = await pipeline.run(from: ScriptedSource([Self.url(2)]), into: MemorySink(directory: folder.url))
+        #expect(report.tally.filtered == 1)
+        #expect(loader.requests.withLock { $0.count } == 1)
+    }
+}
