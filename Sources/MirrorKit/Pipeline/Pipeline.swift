@@ -329,3 +329,14 @@ extension Pipeline {
         }
     }
 }
+
+extension ImageFormat {
+    /// The format a MIME type names, if any (`image/jpeg` → `.jpeg`).
+    init?(mimeType: String) {
+        let type = mimeType.lowercased().split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+        guard let format = ImageFormat.allCases.first(where: { $0.mimeType == type }) ?? (type == "image/jpg" ? .jpeg : nil) else {
+            return nil
+        }
+        self = format
+    }
+}

@@ -1,0 +1,45 @@
+import Foundation
+import MirrorImages
+import MirrorTransport
+
+extension MirrorJob {
+    /// Settings of a run.
+    public struct Configuration: Sendable {
+        /// The search text.
+        public var query: String
+        /// How many images the folder should hold.
+        public var count: Int
+        /// The output folder.
+        public var directory: URL
+        /// Providers in chain order, by registry name. Default `openverse, wikimedia`.
+        public var providers: [String] = ProviderRegistry.defaultNames
+        /// Overrides the endpoint of the (single) provider.
+        public var endpoint: URL?
+        /// Pages fetched per provider at most, or nil for no limit (`--pages`).
+        public var pageLimit: Int?
+        /// Which images are wanted (dimensions, formats).
+        public var filter: ImageFilter?
+        /// Licence codes wanted (passed to providers that filter by licence).
+        public var licenses: [String] = []
+        /// Download settings; `downloads.retry` governs image requests only (`--retries`).
+        public var downloads = DownloadManager.Configuration()
+        /// How failed API requests — search pages, tokens, download notifications — are retried (`--api-retries`),
+        /// separately from image requests. Default: 3 retries, full-jitter backoff from 0.5 s up to 30 s,
+        /// `Retry-After` honoured up to 5 minutes.
+        public var apiRetry = RetryPolicy()
+        /// Search-page caching (memory and disk), or nil for none.
+        public var pageCache: ImageCache?
+        /// How files are named; nil for `<provider>-<id>.<ext>`.
+        public var nameTemplate: NameTemplate?
+        /// Whether saved files are fsynced before publishing. Default true.
+        public var isSyncEnabled = true
+        /// The environment keys and endpoint overrides are read from.
+        public var environment: [String: String] = ProcessInfo.processInfo.environment
+
+        public init(query: String, count: Int, directory: URL) {
+            self.query = query
+            self.count = count
+            self.directory = directory
+        }
+    }
+}
