@@ -10,10 +10,11 @@ struct DownloadContext: Sendable {
     let validator: ImageValidator
     let cache: DiskCache?
     let verifyQueue: DispatchQueue
-    let events: AsyncStream<DownloadEvent>.Continuation
+    /// The manager's observer, called synchronously on whichever thread the event happens; nil for none.
+    let observer: (@Sendable (DownloadEvent) -> Void)?
 
-    func emit(_ event: DownloadEvent) {
-        events.yield(event)
+    func emit(_ event: @autoclosure () -> DownloadEvent) {
+        observer?(event())
     }
 
     /// A verified copy from the disk cache, placed as a temporary file in the destination folder.

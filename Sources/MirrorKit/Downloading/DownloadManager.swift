@@ -56,8 +56,6 @@ public final class DownloadManager: Sendable {
     }
 
     public let configuration: Configuration
-    /// Queued, started, bytes, retrying, verified and failed events. Finishes at `shutdown()`.
-    public let events: AsyncStream<DownloadEvent>
 
     private let queue: OperationQueue
     private let gate: HostGate
@@ -87,7 +85,11 @@ public final class DownloadManager: Sendable {
     }
 
     /// Builds a manager; it makes its own ``CurlMultiDriver`` unless given a loader (which it then does not shut down).
-    public init(configuration: Configuration = Configuration(), loader: (any HTTPLoading)? = nil) {
+    ///
+    /// - Parameter onEvent: Called with every ``DownloadEvent`` (queued, started, bytes, retrying, verified, failed),
+    ///   synchronously on the thread where it happens — the driver's among them, so it must return at once. A
+    ///   callback rather than a stream: a stream woke a consumer task for each of the five events of every image.
+    public init(configuration: Configuration = Configuration(), loader: (any HTTPLoading)? = nil, onEvent: (@Sendable (DownloadEvent) -> Void)? = nil) {
         self.configuration = configuration
         let ownedDriver = loader == nil ? CurlMultiDriver() : nil
         self.ownedDriver = ownedDriver
@@ -96,8 +98,6 @@ public final class DownloadManager: Sendable {
         queue.name = "mirror.downloads"
         queue.maxConcurrentOperationCount = max(1, configuration.concurrency)
         gate = HostGate(perHost: configuration.perHost)
-        let (events, continuation) = AsyncStream<DownloadEvent>.makeStream(bufferingPolicy: .bufferingNewest(10_000))
-        self.events = events
         var template = TransferRequest(url: URL(string: "http://localhost/")!)
         template.userAgent = configuration.userAgent
         template.connectTimeout = configuration.connectTimeout
@@ -110,12 +110,11 @@ public final class DownloadManager: Sendable {
             validator: ImageValidator(pixelLimit: configuration.pixelLimit),
             cache: configuration.cache,
             verifyQueue: DispatchQueue(label: "mirror.verify", attributes: .concurrent),
-            events: continuation
+            observer: onEvent
         )
     }
 
     deinit {
-        context.events.finish()
         ownedDriver?.shutdown()
     }
 
@@ -180,7 +179,6 @@ public final class DownloadManager: Sendable {
     public func shutdown() async {
         cancelAll()
         await waitUntilIdle()
-        context.events.finish()
         ownedDriver?.shutdown()
     }
 

@@ -73,13 +73,22 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
     }
 
     private func conclude(_ result: Result<HTTPResponse, TransportError>, sink: HashingFileSink, temporary: AtomicFile.Temporary) -> Outcome {
+        // A 2xx body may still be (partly) in the sink's memory: write it out before the file is closed.
+        var body: Result<Data?, FileError> = .success(nil)
+        if case let .success(response) = result, response.isSuccess {
+            do throws(FileError) {
+                body = .success(try sink.finish())
+            } catch {
+                body = .failure(error)
+            }
+        }
         close(temporary.descriptor)
-        let outcome = verify(result, sink: sink, temporary: temporary)
+        let outcome = verify(result, body: body, sink: sink, temporary: temporary)
         if case .failed = outcome { AtomicFile.remove(temporary.url) }
         return outcome
     }
 
-    private func verify(_ result: Result<HTTPResponse, TransportError>, sink: HashingFileSink, temporary: AtomicFile.Temporary) -> Outcome {
+    private func verify(_ result: Result<HTTPResponse, TransportError>, body: Result<Data?, FileError>, sink: HashingFileSink, temporary: AtomicFile.Temporary) -> Outcome {
         let response: HTTPResponse
         switch result {
         case .failure(.cancelled):
@@ -100,9 +109,17 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
             let throttled = status == 429 || (status == 503 && retryAfter != nil)
             return .failed(.statusUnacceptable(status), retryable: RetryPolicy.isRetryable(status: status), retryAfter: retryAfter, throttled: throttled)
         }
+        let inMemory: Data?
+        switch body {
+        case let .failure(error):
+            return .failed(.filesystem(error), retryable: false, retryAfter: nil, throttled: false)
+        case let .success(data):
+            inMemory = data
+        }
         let info: ImageInfo
         do {
-            info = try context.validator.validate(fileAt: temporary.url)
+            // From memory when the whole body is still there; otherwise from the file, mapped.
+            info = try inMemory.map(context.validator.validate) ?? context.validator.validate(fileAt: temporary.url)
         } catch let rejection as ImageRejection {
             // A cut-off body that curl did not flag (no Content-Length) is worth another try.
             let retryable: Bool = if case .truncated = rejection { true } else { false }

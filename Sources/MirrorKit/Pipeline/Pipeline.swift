@@ -118,15 +118,12 @@ public struct Pipeline: Sendable {
 
     /// Runs the source dry (or to the target, or until the task is cancelled or the sink fails).
     public func run(from source: any CandidateSource, into sink: any ImageSink, onEvent: @escaping @Sendable (Event) -> Void = { _ in }) async -> Report {
-        let manager = DownloadManager(configuration: configuration.downloads, loader: loader)
-        let run = Run(pipeline: self, manager: manager, sink: sink, source: source, onEvent: onEvent)
-        let forwarder = Task {
-            for await event in manager.events {
-                if case let .retrying(url, attempt, delay, reason) = event {
-                    onEvent(.retrying(url, attempt: attempt, delay: delay, reason: reason))
-                }
+        let manager = DownloadManager(configuration: configuration.downloads, loader: loader) { event in
+            if case let .retrying(url, attempt, delay, reason) = event {
+                onEvent(.retrying(url, attempt: attempt, delay: delay, reason: reason))
             }
         }
+        let run = Run(pipeline: self, manager: manager, sink: sink, source: source, onEvent: onEvent)
         var sourceError: (any Error)?
         var exhausted = false
         await withTaskCancellationHandler {
@@ -162,7 +159,6 @@ public struct Pipeline: Sendable {
         }
         await sink.drain()
         await manager.shutdown()
-        forwarder.cancel()
         await run.finishNotifications(cancel: Task.isCancelled)
         return Report(
             tally: run.tally.withLock { $0 }, sourceError: sourceError, sourceExhausted: exhausted,

@@ -139,32 +139,43 @@ public struct ManifestRecord: Codable, Sendable, Hashable {
         try container.encode(fetchedAt, forKey: .fetchedAt)
     }
 
-    /// The record's values as JSON fragments, in ``CodingKeys`` order.
-    private func fragments() throws -> [Data] {
+    /// The record's values as JSON text, in ``CodingKeys`` order.
+    private func fragments() throws -> [String] {
         let encoder = Self.encoder
-        func string(_ value: String?) throws -> Data { try value.map { try encoder.encode($0) } ?? Data("null".utf8) }
+        func string(_ value: String?) throws -> String {
+            guard let value else { return "null" }
+            // Most values need no escaping at all (no quote, backslash or control character): quoted as they are,
+            // which is what JSONEncoder writes for them too, at a fraction of its cost (measured: encoding every
+            // field through JSONEncoder was 7 % of `mirror urls`'s user time).
+            if value.utf8.allSatisfy({ $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
+                return "\"" + value + "\""
+            }
+            return String(decoding: try encoder.encode(value), as: UTF8.self)
+        }
         return [
             try string(file), try string(url), try string(pageURL), try string(provider), try string(id), try string(title),
-            try string(creator), try string(license), try string(licenseURL), Data(String(width).utf8), Data(String(height).utf8),
-            Data(String(bytes).utf8), try string(sha256), try string(format), try string(query), try encoder.encode(fetchedAt),
+            try string(creator), try string(license), try string(licenseURL), String(width), String(height),
+            String(bytes), try string(sha256), try string(format), try string(query),
+            "\"" + fetchedAt.formatted(Self.timestamp) + "\"",
         ]
     }
+
+    /// ISO 8601 in UTC to the second, as JSONEncoder's `.iso8601` writes it (`2026-11-24T19:00:00Z`).
+    private static let timestamp = Date.ISO8601FormatStyle(timeZone: .gmt)
 
     /// The record as one line of JSON, newline included.
     ///
     /// Keys are written in schema order (Foundation's encoder orders keys by hash or alphabetically, never by
-    /// declaration); each value is encoded by `JSONEncoder`, so escaping is the standard one.
+    /// declaration); strings that need escaping are escaped by `JSONEncoder`.
     public func jsonLine() throws -> Data {
-        var data = Data("{".utf8)
+        var line = "{"
+        line.reserveCapacity(640)
         for (index, (key, value)) in zip(CodingKeys.allCases, try fragments()).enumerated() {
-            if index > 0 { data.append(UInt8(ascii: ",")) }
-            data.append(UInt8(ascii: "\""))
-            data.append(contentsOf: key.rawValue.utf8)
-            data.append(contentsOf: "\":".utf8)
-            data.append(value)
+            if index > 0 { line += "," }
+            line += "\"" + key.rawValue + "\":" + value
         }
-        data.append(contentsOf: "}\n".utf8)
-        return data
+        line += "}\n"
+        return Data(line.utf8)
     }
 
     /// Reads a manifest's lines; lines that are not records (a torn last line, say) are skipped.

@@ -49,6 +49,21 @@ struct ManifestRecordTests {
         #expect(knownLine.contains(#""url":"https://a.test/1.png""#))
     }
 
+    @Test func fastPathsWriteWhatJSONEncoderWrites() throws {
+        // Given values the line writer quotes itself (plain and non-ASCII text) and a timestamp with a fraction
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .iso8601
+        var record = unknown
+        record.title = "Kätzchen 🐈 / „Katze“ \u{7F}"
+        record.fetchedAt = Date(timeIntervalSince1970: 1_764_000_123.987)
+        let line = String(decoding: try record.jsonLine(), as: UTF8.self)
+
+        // Then each is exactly JSONEncoder's text for it
+        #expect(line.contains("\"title\":" + String(decoding: try encoder.encode(record.title), as: UTF8.self) + ","))
+        #expect(line.contains("\"fetched_at\":" + String(decoding: try encoder.encode(record.fetchedAt), as: UTF8.self) + "}"))
+    }
+
     @Test func theREADMEDocumentsEveryField() throws {
         // Given the README at the package root
         let readme = URL(fileURLWithPath: #filePath)
