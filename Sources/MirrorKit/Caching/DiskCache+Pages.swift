@@ -18,7 +18,7 @@ extension DiskCache {
     ///   - ttl: How long the page stays valid, from now.
     /// - Throws: ``DiskCacheError/fileSystem(operation:path:reason:)`` if the file cannot be written.
     public func storePage(_ data: Data, for key: CacheKey, ttl: Duration) throws(DiskCacheError) {
-        let expiresAt = now().addingTimeInterval(ttl.timeInterval)
+        let expiresAt = now().addingTimeInterval(ttl.seconds)
         var file = Self.pageMagic
         let milliseconds = Int64((expiresAt.timeIntervalSince1970 * 1000).rounded(.up))
         withUnsafeBytes(of: milliseconds.littleEndian) { file.append(contentsOf: $0) }
@@ -65,13 +65,5 @@ extension DiskCache {
         }
         defer { try? handle.close() }
         return (try? handle.read(upToCount: pageHeaderSize)).flatMap { pageExpiry(of: $0) }
-    }
-}
-
-fileprivate extension Duration {
-    /// The duration in seconds, as Foundation measures time.
-    var timeInterval: TimeInterval {
-        let (seconds, attoseconds) = components
-        return Double(seconds) + Double(attoseconds) / 1e18
     }
 }

@@ -89,8 +89,7 @@ public final class MemoryCache: @unchecked Sendable {
     /// Stores `data` for `key` until `ttl` has passed on this cache's clock; see ``store(_:for:expiresAt:)``.
     @discardableResult
     public func store(_ data: Data, for key: CacheKey, ttl: Duration) -> Bool {
-        let (seconds, attoseconds) = ttl.components
-        let expiresAt = now().addingTimeInterval(Double(seconds) + Double(attoseconds) / 1e18)
+        let expiresAt = now().addingTimeInterval(ttl.seconds)
         return store(data, for: key, expiresAt: expiresAt)
     }
 

@@ -37,6 +37,8 @@ public final class DownloadManager: Sendable {
         public var timeout: Duration?
         /// Stall detection. Default: under 1,000 bytes/s for 20 s.
         public var stall = TransferRequest.StallPolicy()
+        /// The clock and the sleep of retry delays and host cool-downs. Default ``Sleeper/real``.
+        public var sleeper: Sleeper = .real
         /// The `User-Agent`. Default `mirror/<version> libcurl/<version>`.
         public var userAgent: String = MirrorVersion.userAgent
         /// Images with more pixels are refused (decompression bombs). Default 200 million.
@@ -63,7 +65,6 @@ public final class DownloadManager: Sendable {
     /// Stops the driver this manager made for itself; nil when it was given a loader (whose owner stops it).
     private let ownedDriver: CurlMultiDriver?
     private let context: DownloadContext
-    private let timers = DispatchQueue(label: "mirror.retry-timers")
     private let state = Locked(State())
 
     private struct Ticket {
@@ -97,7 +98,7 @@ public final class DownloadManager: Sendable {
         queue = OperationQueue()
         queue.name = "mirror.downloads"
         queue.maxConcurrentOperationCount = max(1, configuration.concurrency)
-        gate = HostGate(perHost: configuration.perHost)
+        gate = HostGate(perHost: configuration.perHost, sleeper: configuration.sleeper)
         var template = TransferRequest(url: URL(string: "http://localhost/")!)
         template.userAgent = configuration.userAgent
         template.connectTimeout = configuration.connectTimeout
@@ -267,7 +268,7 @@ public final class DownloadManager: Sendable {
                     let attempt = state.withLock { $0.tickets[id]?.attempt ?? 0 }
                     context.emit(.retrying(url, attempt: attempt, delay: delay, reason: error.description))
                 }
-                timers.asyncAfter(deadline: .now() + .nanoseconds(Self.nanoseconds(delay))) { [self] in
+                configuration.sleeper.after(delay) { [self] in
                     // A ticket cancelled meanwhile has already ended; the rest go on with their next attempt.
                     let proceed = state.withLock { state -> Bool in
                         guard var ticket = state.tickets[id], !ticket.cancelled else { return false }
@@ -296,10 +297,6 @@ public final class DownloadManager: Sendable {
         for waiter in waiters { waiter.resume() }
     }
 
-    private static func nanoseconds(_ duration: Duration) -> Int {
-        let (seconds, attoseconds) = duration.components
-        return max(0, Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
-    }
 }
 
 /// A handle on one download, for cancelling it.

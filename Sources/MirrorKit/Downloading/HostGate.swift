@@ -37,24 +37,27 @@ final class HostGate: Sendable {
     let perHost: Int
     let recoveryStreak: Int
     private let state = Locked(State())
-    private let timers = DispatchQueue(label: "mirror.host-gate")
+    private let sleeper: Sleeper
 
     /// - Parameters:
     ///   - perHost: requests in flight per host at most. Default 6.
     ///   - recoveryStreak: successes that give a throttled host back one slot. Default 8.
-    init(perHost: Int = 6, recoveryStreak: Int = 8) {
+    ///   - sleeper: the clock and the sleep of cool-downs. Default ``Sleeper/real``.
+    init(perHost: Int = 6, recoveryStreak: Int = 8, sleeper: Sleeper = .real) {
         self.perHost = max(1, perHost)
         self.recoveryStreak = max(1, recoveryStreak)
+        self.sleeper = sleeper
     }
 
     /// Runs `start` when `host` has room; returns an identifier that `withdraw` accepts until then.
     @discardableResult
     func submit(host: String, _ start: @escaping @Sendable () -> Void) -> Int {
+        let now = sleeper.now()
         let (id, runNow) = state.withLock { state -> (Int, Bool) in
             state.nextID += 1
             let id = state.nextID
             var entry = state.hosts[host] ?? Host(limit: perHost)
-            let coolingDown = entry.notBefore.map { $0 > .now } ?? false
+            let coolingDown = entry.notBefore.map { $0 > now } ?? false
             if entry.active < entry.limit && !coolingDown && entry.waiting.isEmpty {
                 entry.active += 1
                 state.hosts[host] = entry
@@ -98,6 +101,7 @@ final class HostGate: Sendable {
 
     /// Gives back a slot taken by `submit`, adapting the host's limit to how the request went.
     func finished(host: String, outcome: Outcome) {
+        let now = sleeper.now()
         state.withLock { state in
             guard var entry = state.hosts[host] else { return }
             entry.active = max(0, entry.active - 1)
@@ -106,7 +110,7 @@ final class HostGate: Sendable {
                 entry.limit = max(1, entry.limit / 2)
                 entry.successStreak = 0
                 if let retryAfter {
-                    let until = ContinuousClock.now + retryAfter
+                    let until = now + retryAfter
                     entry.notBefore = max(entry.notBefore ?? until, until)
                 }
             case .success:
@@ -134,10 +138,11 @@ final class HostGate: Sendable {
     }
 
     private func drain(_ host: String) {
+        let now = sleeper.now()
         let starts = state.withLock { state -> [@Sendable () -> Void] in
             guard var entry = state.hosts[host] else { return [] }
             if let notBefore = entry.notBefore {
-                if notBefore > .now { return [] }
+                if notBefore > now { return [] }
                 entry.notBefore = nil
             }
             var starts: [@Sendable () -> Void] = []
@@ -157,16 +162,16 @@ final class HostGate: Sendable {
     }
 
     private func scheduleWakeIfCoolingDown(_ host: String) {
+        let now = sleeper.now()
         let delay = state.withLock { state -> Duration? in
             guard var entry = state.hosts[host], !entry.waiting.isEmpty, !entry.wakeScheduled,
-                  let notBefore = entry.notBefore, notBefore > .now else { return nil }
+                  let notBefore = entry.notBefore, notBefore > now else { return nil }
             entry.wakeScheduled = true
             state.hosts[host] = entry
-            return notBefore - .now
+            return notBefore - now
         }
         guard let delay else { return }
-        let nanoseconds = max(0, Int(delay.components.seconds) * 1_000_000_000 + Int(delay.components.attoseconds / 1_000_000_000))
-        timers.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [self] in
+        sleeper.after(delay) { [self] in
             state.withLock { $0.hosts[host]?.wakeScheduled = false }
             drain(host)
         }

@@ -222,7 +222,7 @@ extension Pipeline {
         /// Admission: whether `candidate` goes on to be downloaded; reports why not.
         func admit(_ candidate: Candidate, seen: inout Set<String>) -> Bool {
             let key = CacheKey(url: candidate.url).normalizedURL
-            if sink.contains(url: candidate.url) {
+            if sink.contains(normalizedURL: key) {
                 tally.withLock { $0.alreadySaved += 1 }
                 onEvent(.alreadySaved(candidate))
                 return false

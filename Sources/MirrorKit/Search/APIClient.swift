@@ -28,25 +28,8 @@ import MirrorTransport
 /// }
 /// ```
 public final class APIClient: Sendable {
-    /// The clock and the sleep used for pacing and retry delays; tests inject one that does not wait for real.
-    public struct Sleeper: Sendable {
-        /// The current time.
-        public var now: @Sendable () -> ContinuousClock.Instant
-        /// Sleeps for a duration; throws when the calling task is cancelled.
-        public var sleep: @Sendable (Duration) async throws -> Void
-
-        /// Creates a sleeper from a clock reading and a sleep.
-        public init(
-            now: @escaping @Sendable () -> ContinuousClock.Instant,
-            sleep: @escaping @Sendable (Duration) async throws -> Void
-        ) {
-            self.now = now
-            self.sleep = sleep
-        }
-
-        /// `ContinuousClock.now` and `Task.sleep(for:)`.
-        public static let real = Sleeper(now: { ContinuousClock.now }, sleep: { try await Task.sleep(for: $0) })
-    }
+    /// The clock and the sleep used for pacing and retry delays (the library's one ``MirrorKit/Sleeper``).
+    public typealias Sleeper = MirrorKit.Sleeper
 
     /// Why a single ``attempt(_:provider:pacing:cacheTTL:decode:)`` failed.
     public enum AttemptError: Error, Sendable, Hashable {

@@ -42,7 +42,7 @@ public enum ProviderError: Error, Sendable, Hashable, CustomStringConvertible {
             return "configuration error: \(message)"
         case .rateLimited(let retryAfter, let message):
             if let retryAfter {
-                return "rate limited (retry after \(ProviderError.format(retryAfter))): \(message)"
+                return "rate limited (retry after \(retryAfter.formattedSeconds)): \(message)"
             }
             return "rate limited: \(message)"
         case .transient(let message):
@@ -50,12 +50,5 @@ public enum ProviderError: Error, Sendable, Hashable, CustomStringConvertible {
         case .permanent(let message):
             return "request failed: \(message)"
         }
-    }
-
-    private static func format(_ duration: Duration) -> String {
-        let (seconds, attoseconds) = duration.components
-        if attoseconds == 0 { return "\(seconds)s" }
-        let value = Double(seconds) + Double(attoseconds) / 1e18
-        return String(format: "%.1fs", value)
     }
 }

@@ -76,12 +76,3 @@ public enum SearchError: Error, Sendable, Hashable, CustomStringConvertible {
         }
     }
 }
-
-extension Duration {
-    /// `"12s"` or `"1.5s"`.
-    var formattedSeconds: String {
-        let (seconds, attoseconds) = components
-        if attoseconds == 0 { return "\(seconds)s" }
-        return String(format: "%.1fs", Double(seconds) + Double(attoseconds) / 1e18)
-    }
-}

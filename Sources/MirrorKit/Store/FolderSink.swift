@@ -35,8 +35,8 @@ public final class FolderSink: ImageSink {
 
     public var stagingDirectory: URL { folder.directory }
 
-    public func contains(url: URL) -> Bool {
-        folder.contains(url: url)
+    public func contains(normalizedURL: String) -> Bool {
+        folder.contains(normalizedURL: normalizedURL)
     }
 
     public func publish(_ image: VerifiedImage, stem: String, provenance: ImageProvenance) async -> PublishOutcome {

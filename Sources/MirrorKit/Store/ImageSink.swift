@@ -59,8 +59,9 @@ public protocol ImageSink: Sendable {
     /// The folder downloads stream into: on the same file system as the destination, so publishing is a rename.
     var stagingDirectory: URL { get }
 
-    /// Whether the sink already holds an image downloaded from `url` (compared normalised).
-    func contains(url: URL) -> Bool
+    /// Whether the sink already holds an image downloaded from the URL whose normalised form
+    /// (`CacheKey(url:).normalizedURL`) this is.
+    func contains(normalizedURL: String) -> Bool
 
     /// Publishes a verified image under a name made from `stem` (the temporary file is the sink's from now on:
     /// published or removed).

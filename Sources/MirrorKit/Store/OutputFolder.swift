@@ -86,8 +86,12 @@ public final class OutputFolder: Sendable {
 
     /// Whether an image from this URL (normalised with `CacheKey`) is already saved.
     public func contains(url: URL) -> Bool {
-        let key = CacheKey(url: url).normalizedURL
-        return state.withLock { $0.urls.contains(key) }
+        contains(normalizedURL: CacheKey(url: url).normalizedURL)
+    }
+
+    /// Whether an image from the URL whose `CacheKey(url:).normalizedURL` this is is already saved.
+    public func contains(normalizedURL key: String) -> Bool {
+        state.withLock { $0.urls.contains(key) }
     }
 
     /// The file already holding these bytes, if any.

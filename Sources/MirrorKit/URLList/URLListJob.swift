@@ -103,11 +103,3 @@ public struct URLListJob: Sendable {
         return summary
     }
 }
-
-extension Duration {
-    /// The duration in seconds, as a `Double`.
-    public var seconds: Double {
-        let (seconds, attoseconds) = components
-        return Double(seconds) + Double(attoseconds) / 1e18
-    }
-}

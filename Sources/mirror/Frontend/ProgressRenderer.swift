@@ -41,12 +41,14 @@ final class ProgressRenderer: Sendable {
             $0.saved += 1
             $0.bytes += record.bytes
         }
+        guard mode != .quiet else { return }
         let from = source == .network ? "" : " (from the \(source.rawValue) cache)"
         report("saved \(record.file) (\(record.width)×\(record.height) \(record.format), \(Self.format(bytes: record.bytes)))\(from)")
     }
 
     func failed(_ url: URL, _ reason: String) {
         state.withLock { $0.failed += 1 }
+        guard mode != .quiet else { return }
         report("failed \(Self.redacted(url)): \(reason)")
     }
 

@@ -106,8 +106,8 @@ final class MemorySink: ImageSink {
         urls.withLock { $0 = Set(preloaded.map { CacheKey(url: $0).normalizedURL }) }
     }
 
-    func contains(url: URL) -> Bool {
-        urls.withLock { $0.contains(CacheKey(url: url).normalizedURL) }
+    func contains(normalizedURL: String) -> Bool {
+        urls.withLock { $0.contains(normalizedURL) }
     }
 
     func publish(_ image: VerifiedImage, stem: String, provenance: ImageProvenance) async -> PublishOutcome {

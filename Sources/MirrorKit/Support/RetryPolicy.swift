@@ -57,7 +57,7 @@ public struct RetryPolicy: Sendable, Hashable {
     /// A full-jitter backoff for the given attempt.
     public func jitteredBackoff<R: RandomNumberGenerator>(attempt: Int, using generator: inout R) -> Duration {
         let ceiling = backoffCeiling(attempt: attempt)
-        let nanoseconds = Self.nanoseconds(ceiling)
+        let nanoseconds = ceiling.nanoseconds
         guard nanoseconds > 0 else { return .zero }
         return .nanoseconds(Int64.random(in: 0...nanoseconds, using: &generator))
     }
@@ -65,17 +65,12 @@ public struct RetryPolicy: Sendable, Hashable {
     /// `min(maximumDelay, baseDelay × 2^(attempt-1))`.
     public func backoffCeiling(attempt: Int) -> Duration {
         let exponent = min(max(attempt - 1, 0), 30)
-        let scaled = Double(Self.nanoseconds(baseDelay)) * pow(2, Double(exponent))
+        let scaled = Double(baseDelay.nanoseconds) * pow(2, Double(exponent))
         return min(maximumDelay, .nanoseconds(Int64(min(scaled, Double(Int64.max / 2)))))
     }
 
     /// Whether an HTTP status is worth retrying: 408, 429 and 5xx.
     public static func isRetryable(status: Int) -> Bool {
         status == 408 || status == 429 || (500..<600).contains(status)
-    }
-
-    private static func nanoseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
     }
 }

@@ -1,0 +1,34 @@
+import Foundation
+
+/// The clock mirror reads and the sleep it waits with: one injected time source for pacing, backoff and cool-downs.
+///
+/// Every wait in the library goes through one of these — the API client's pacing and retries, the download
+/// manager's retry delays, the host gate's cool-downs — so tests drive time instead of waiting for it, and there is
+/// no `DispatchQueue` timer anywhere.
+public struct Sleeper: Sendable {
+    /// The current time.
+    public var now: @Sendable () -> ContinuousClock.Instant
+    /// Sleeps for a duration; throws when the calling task is cancelled.
+    public var sleep: @Sendable (Duration) async throws -> Void
+
+    /// Creates a sleeper from a clock reading and a sleep.
+    public init(
+        now: @escaping @Sendable () -> ContinuousClock.Instant,
+        sleep: @escaping @Sendable (Duration) async throws -> Void
+    ) {
+        self.now = now
+        self.sleep = sleep
+    }
+
+    /// `ContinuousClock.now` and `Task.sleep(for:)`.
+    public static let real = Sleeper(now: { ContinuousClock.now }, sleep: { try await Task.sleep(for: $0) })
+
+    /// Runs `body` once `delay` has passed, on a task of its own (a timer for callback-driven code).
+    func after(_ delay: Duration, _ body: @escaping @Sendable () -> Void) {
+        let sleep = self.sleep
+        Task {
+            try? await sleep(delay)
+            body()
+        }
+    }
+}
