@@ -1,6 +1,6 @@
-/// Where a cache lookup found its value, so the CLI can report hits.
-public enum CacheType: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
-    /// Not cached, or caching is off.
+/// Where a cache lookup found its value — or where a downloaded image came from — so the CLI can report hits.
+public enum CacheType: String, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
+    /// Not cached, or caching is off: the value came from the network.
     case none
     /// Found in the ``MemoryCache``.
     case memory

@@ -8,7 +8,7 @@ struct DownloadContext: Sendable {
     let loader: any HTTPLoading
     let transferTemplate: TransferRequest
     let validator: ImageValidator
-    let cache: DiskCache?
+    let cache: ImageCache?
     let verifyQueue: DispatchQueue
     /// The manager's observer, called synchronously on whichever thread the event happens; nil for none.
     let observer: (@Sendable (DownloadEvent) -> Void)?
@@ -19,7 +19,7 @@ struct DownloadContext: Sendable {
 
     /// A verified copy from the disk cache, placed as a temporary file in the destination folder.
     func cachedImage(for request: DownloadRequest) -> ImageDownloadOperation.Outcome? {
-        guard let cache, let entry = cache.entry(for: CacheKey(url: request.url)) else { return nil }
+        guard let cache, let entry = cache.entry(for: CacheKey(url: request.url)).value else { return nil }
         let destination = request.directory.appendingPathComponent(
             AtomicFile.temporaryPrefix + "cache-" + UUID().uuidString.lowercased() + AtomicFile.temporarySuffix
         )

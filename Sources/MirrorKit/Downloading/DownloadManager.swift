@@ -46,8 +46,9 @@ public final class DownloadManager: Sendable {
 
         // MARK: Caching
 
-        /// The disk cache of verified images, or nil for none (`--no-cache`). Default none.
-        public var cache: DiskCache?
+        /// The cache of verified images (the same façade that holds API pages), or nil for none (`--no-cache`).
+        /// Default none.
+        public var cache: ImageCache?
 
         public init() {}
 

@@ -45,13 +45,6 @@ public struct ImageFilter: Sendable, Hashable {
     }
 }
 
-/// Where a downloaded image came from.
-public enum CacheSource: String, Sendable, Hashable, Codable {
-    case network
-    case memory
-    case disk
-}
-
 /// A downloaded, verified image in a temporary file inside its destination folder, waiting to be
 /// published under its final name (or discarded) by whoever asked for it.
 public struct VerifiedImage: Sendable, Equatable {
@@ -67,8 +60,8 @@ public struct VerifiedImage: Sendable, Equatable {
     public var bytes: Int64
     /// SHA-256 of the bytes, lowercase hex.
     public var sha256: String
-    /// Network or cache.
-    public var source: CacheSource
+    /// Which cache the bytes came from, or ``CacheType/none`` for the network.
+    public var source: CacheType
     /// Attempts it took (1 when the first one worked; 0 from a cache).
     public var attempts: Int
     /// When the bytes were fetched.
@@ -89,7 +82,7 @@ public enum DownloadEvent: Sendable {
     /// An attempt failed and another follows after `delay`.
     case retrying(URL, attempt: Int, delay: Duration, reason: String)
     /// A verified image is ready to be published.
-    case verified(URL, ImageInfo, bytes: Int64, source: CacheSource)
+    case verified(URL, ImageInfo, bytes: Int64, source: CacheType)
     /// The download ended without an image.
     case failed(URL, DownloadError)
 }

@@ -137,7 +137,7 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
             info: info,
             bytes: sink.written,
             sha256: sink.digest(),
-            source: .network,
+            source: .none,
             attempts: attempt,
             fetchedAt: Date()
         )

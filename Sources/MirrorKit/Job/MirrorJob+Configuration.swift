@@ -27,8 +27,6 @@ extension MirrorJob {
         /// separately from image requests. Default: 3 retries, full-jitter backoff from 0.5 s up to 30 s,
         /// `Retry-After` honoured up to 5 minutes.
         public var apiRetry = RetryPolicy()
-        /// Search-page caching (memory and disk), or nil for none.
-        public var pageCache: ImageCache?
         /// How files are named; nil for `<provider>-<id>.<ext>`.
         public var nameTemplate: NameTemplate?
         /// Whether saved files are fsynced before publishing. Default true.

@@ -64,7 +64,7 @@ extension MirrorJob {
         if let text = configuration.environment["MIRROR_API_INTERVAL_MS"], let milliseconds = Int(text), milliseconds >= 0 {
             feedConfiguration.requestInterval = .milliseconds(milliseconds)
         }
-        let client = APIClient(loader: loader, cache: configuration.pageCache, retry: configuration.apiRetry)
+        let client = APIClient(loader: loader, cache: configuration.downloads.cache, retry: configuration.apiRetry)
         return SearchFeed(providers: providers, query: searchQuery, client: client, configuration: feedConfiguration)
     }
 }

@@ -43,7 +43,7 @@ extension MirrorJob {
 
     /// Progress of a run.
     public enum Event: Sendable {
-        case saved(ManifestRecord, source: CacheSource)
+        case saved(ManifestRecord, source: CacheType)
         case failed(URL, DownloadError)
         case duplicate(URL)
         case filtered(URL, String)

@@ -57,13 +57,8 @@ public struct MirrorJob: Sendable {
             case let .notice(line): onEvent(.notice(line))
             }
         }
-        // Keep the cache within its size limit (least recently used first); cheap when under it. The
-        // image and page caches share one folder by default, so one sweep covers both.
-        if let cache = configuration.downloads.cache {
-            cache.sweep()
-        } else {
-            _ = configuration.pageCache?.sweep()
-        }
+        // Keep the cache (images and pages, one folder) within its size limit, least recently used first.
+        configuration.downloads.cache?.sweep()
 
         let summary = summary(of: feed, report: report, folder: folder, started: started)
         try? store.recordSearch(

@@ -48,7 +48,7 @@ public struct Pipeline: Sendable {
     /// Progress of a run.
     public enum Event: Sendable {
         /// Published by the sink.
-        case saved(ManifestRecord, Candidate, source: CacheSource)
+        case saved(ManifestRecord, Candidate, source: CacheType)
         /// The sink already held the candidate's URL.
         case alreadySaved(Candidate)
         /// The URL came up earlier in this run (`of` nil), or the sink already holds the same bytes (`of` its file).
@@ -280,7 +280,7 @@ extension Pipeline {
                     tally.withLock {
                         $0.saved += 1
                         $0.bytes += record.bytes
-                        if image.source != .network { $0.cacheHits += 1 }
+                        if image.source.isCached { $0.cacheHits += 1 }
                     }
                     onEvent(.saved(record, candidate, source: image.source))
                     if let work = source.saveNotification(for: candidate) {

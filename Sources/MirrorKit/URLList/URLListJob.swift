@@ -50,7 +50,7 @@ public struct URLListJob: Sendable {
 
     /// Progress of a run.
     public enum Event: Sendable {
-        case saved(ManifestRecord, source: CacheSource)
+        case saved(ManifestRecord, source: CacheType)
         case skipped(URL)
         case duplicate(URL, of: String)
         case failed(URL, DownloadError)

@@ -36,13 +36,13 @@ final class ProgressRenderer: Sendable {
         return isatty(STDERR_FILENO) == 1 ? .live : .lines
     }
 
-    func saved(_ record: ManifestRecord, source: CacheSource) {
+    func saved(_ record: ManifestRecord, source: CacheType) {
         state.withLock {
             $0.saved += 1
             $0.bytes += record.bytes
         }
         guard mode != .quiet else { return }
-        let from = source == .network ? "" : " (from the \(source.rawValue) cache)"
+        let from = !source.isCached ? "" : " (from the \(source.rawValue) cache)"
         report("saved \(record.file) (\(record.width)×\(record.height) \(record.format), \(Self.format(bytes: record.bytes)))\(from)")
     }
 

@@ -115,8 +115,7 @@ struct Search: AsyncParsableCommand {
         configuration.isSyncEnabled = !outputOptions.noFsync
         if !cache.noCache {
             let directory = cache.cacheDirectory.map { URL(fileURLWithPath: $0) } ?? DiskCache.defaultDirectory()
-            configuration.downloads.cache = DiskCache(directory: directory)
-            configuration.pageCache = ImageCache(configuration: .init { $0.directory = directory })
+            configuration.downloads.cache = ImageCache(configuration: .init { $0.directory = directory })
         }
         return configuration
     }

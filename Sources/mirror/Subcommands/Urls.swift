@@ -44,7 +44,7 @@ struct Urls: AsyncParsableCommand {
         configuration.isSyncEnabled = !outputOptions.noFsync
         if !cache.noCache {
             let directory = cache.cacheDirectory.map { URL(fileURLWithPath: $0) } ?? DiskCache.defaultDirectory()
-            configuration.downloads.cache = DiskCache(directory: directory)
+            configuration.downloads.cache = ImageCache(configuration: .init { $0.directory = directory })
         }
         let job = URLListJob(configuration: configuration)
         let (summary, interrupted) = try await runInterruptibly(renderer: renderer) {

@@ -25,7 +25,7 @@ struct DownloadManagerTests {
         #expect(image.info == ImageInfo(format: .png, width: 40, height: 30))
         #expect(image.bytes == Int64(png.count))
         #expect(image.sha256 == sha256Hex(png))
-        #expect(image.source == .network)
+        #expect(image.source == .none)
         #expect(image.attempts == 1)
         #expect(try Data(contentsOf: image.temporaryFile) == png)
         #expect(image.temporaryFile.deletingLastPathComponent().standardizedFileURL == folder.url.standardizedFileURL)
@@ -272,9 +272,9 @@ struct DownloadManagerTests {
         let cache = DiskCache(directory: cacheFolder.url)
         let first = TemporaryDirectory()
         let second = TemporaryDirectory()
-        let manager = makeManager { $0.cache = cache }
+        let manager = makeManager { $0.cache = ImageCache(memory: nil, disk: cache) }
         let fetched = try #require(await manager.download(DownloadRequest(url: server.url("/cached.png"), directory: first.url)).success)
-        #expect(fetched.source == .network)
+        #expect(fetched.source == .none)
 
         // When it is asked for again, into another folder
         let again = try #require(await manager.download(DownloadRequest(url: server.url("/cached.png"), directory: second.url)).success)

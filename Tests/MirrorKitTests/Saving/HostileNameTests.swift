@@ -64,7 +64,7 @@ struct HostileNameTests {
             close(temporary.descriptor)
             let image = VerifiedImage(
                 url: URL(string: "http://x.test/\(seed)")!, effectiveURL: URL(string: "http://x.test/\(seed)")!, temporaryFile: temporary.url,
-                info: try ImageValidator().validate(data), bytes: Int64(data.count), sha256: sha256Hex(data), source: .network, attempts: 1, fetchedAt: Date()
+                info: try ImageValidator().validate(data), bytes: Int64(data.count), sha256: sha256Hex(data), source: .none, attempts: 1, fetchedAt: Date()
             )
             // When each is committed
             let outcome = await withCheckedContinuation { continuation in

@@ -13,7 +13,7 @@ struct OutputFolderTests {
         let info = try ImageValidator().validate(data)
         return VerifiedImage(
             url: URL(string: url)!, effectiveURL: URL(string: url)!, temporaryFile: temporary.url, info: info,
-            bytes: Int64(data.count), sha256: sha256Hex(data), source: .network, attempts: 1, fetchedAt: Date()
+            bytes: Int64(data.count), sha256: sha256Hex(data), source: .none, attempts: 1, fetchedAt: Date()
         )
     }
 
@@ -190,7 +190,7 @@ struct OutputFolderTests {
         let cacheDirectory = TemporaryDirectory()
         let cache = DiskCache(directory: cacheDirectory.url, sizeLimit: 100_000, prefersHardLinks: false)
         var configuration = URLListJob.Configuration(directory: directory.url)
-        configuration.downloads.cache = cache
+        configuration.downloads.cache = ImageCache(memory: nil, disk: cache)
         configuration.isSyncEnabled = false
 
         // When the list runs through the cache
