@@ -11,7 +11,7 @@ extension MirrorJob {
             do throws(ProviderError) {
                 return try ProviderRegistry.make(named: name, environment: configuration.environment, endpointOverride: configuration.endpoint)
             } catch {
-                throw Failure.configuration(Self.describe(error, provider: name))
+                throw Self.failure(building: name, error)
             }
         }
     }

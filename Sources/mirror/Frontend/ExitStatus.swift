@@ -34,7 +34,7 @@ func describe(_ error: any Error) -> (message: String, status: ExitStatus) {
     switch error {
     case let failure as MirrorJob.Failure:
         switch failure {
-        case .configuration: return (failure.description, .configuration)
+        case .missingKey, .rejectedKey, .misconfigured: return (failure.description, .configuration)
         case .unavailable: return (failure.description, .unavailable)
         case .unknownProvider, .ambiguousEndpoint: return (failure.description, .usage)
         }
