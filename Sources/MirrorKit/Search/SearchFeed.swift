@@ -18,7 +18,8 @@ import MirrorTransport
 /// - When every provider has ended, ``next()`` returns `nil` — unless at least one failed and the feed never produced a
 ///   single result, in which case it throws ``SearchError/unavailable(provider:message:)`` (exit 5 rather than
 ///   "exhausted", exit 3). Later calls repeat the same answer.
-/// - Openverse with `OPENVERSE_CLIENT_ID`/`OPENVERSE_CLIENT_SECRET` fetches its token once, before its first page.
+/// - A provider that ``ImageProvider/needsAuthentication`` (Openverse with `OPENVERSE_CLIENT_ID`/`OPENVERSE_CLIENT_SECRET`)
+///   authenticates once, before its first page.
 /// - Task cancellation ends the current wait or transfer promptly and throws ``SearchError/cancelled``; the feed can
 ///   be called again afterwards and resumes with the same page.
 ///
@@ -119,7 +120,7 @@ public final class SearchFeed: Sendable {
                     configuration: paginatorConfiguration,
                     seed: configuration.jitterSeed.map { $0 &+ UInt64(index) }
                 ),
-                needsToken: Self.needsToken(provider)
+                needsToken: provider.needsAuthentication
             )
         }
         state = Locked(State(slots: slots))
@@ -225,37 +226,32 @@ public final class SearchFeed: Sendable {
         }
     }
 
-    private func fetchToken(slot index: Int, provider: OpenverseProvider) async throws(SearchError) {
+    private func fetchToken(slot index: Int, provider: any ImageProvider) async throws(SearchError) {
         let name = provider.name
         let before = client.requestsSent(to: name)
         do throws(SearchError) {
             let request: APIRequest
             do {
-                request = try provider.tokenRequest()
+                request = try provider.authenticationRequest()
             } catch {
                 throw SearchError(error, provider: name)
             }
-            let (token, _) = try await client.fetch(
+            let (authenticated, _) = try await client.fetch(
                 request,
                 provider: name,
                 pacing: pacing(for: provider),
                 retry: configuration.effectiveRetry,
                 cacheTTL: nil
             ) { response throws(ProviderError) in
-                try provider.parseToken(response)
+                try provider.authenticated(by: response)
             }
             let sent = client.requestsSent(to: name) - before
-            state.withLock { $0.tokenArrived(provider.authenticated(with: token), slot: index, requests: sent) }
+            state.withLock { $0.tokenArrived(authenticated, slot: index, requests: sent) }
         } catch {
             if case .cancelled = error { throw .cancelled }
             let sent = client.requestsSent(to: name) - before
             state.withLock { $0.tokenFailed(error, slot: index, requests: sent) }
         }
-    }
-
-    private static func needsToken(_ provider: any ImageProvider) -> Bool {
-        guard let openverse = provider as? OpenverseProvider else { return false }
-        return openverse.credentials != nil && openverse.accessToken == nil
     }
 }
 
@@ -276,7 +272,7 @@ extension SearchFeed {
         case result(ImageResult)
         case finished(SearchError?)
         case wait(Duration)
-        case fetchToken(Int, OpenverseProvider)
+        case fetchToken(Int, any ImageProvider)
         case fetchPage(Int, any ImageProvider, PageCursor)
     }
 
@@ -320,8 +316,8 @@ extension SearchFeed {
                 if statistics.perProvider[name] == nil {
                     statistics.perProvider[name] = ProviderStatistics()
                 }
-                if slots[current].needsToken, let openverse = slots[current].provider as? OpenverseProvider {
-                    return .fetchToken(current, openverse)
+                if slots[current].needsToken {
+                    return .fetchToken(current, slots[current].provider)
                 }
                 let action = slots[current].pending.take() ?? slots[current].paginator.wantMore(now: now)
                 switch action {
@@ -401,7 +397,7 @@ extension SearchFeed {
             }
         }
 
-        mutating func tokenArrived(_ provider: OpenverseProvider, slot index: Int, requests: Int) {
+        mutating func tokenArrived(_ provider: any ImageProvider, slot index: Int, requests: Int) {
             slots[index].provider = provider
             slots[index].needsToken = false
             countRequests(requests, provider: provider.name)

@@ -90,6 +90,19 @@ public struct OpenverseProvider: ImageProvider {
         Self(endpoint: endpoint, credentials: credentials, accessToken: token)
     }
 
+    /// With client credentials and no token yet, a token is fetched before the first page.
+    public var needsAuthentication: Bool { credentials != nil && accessToken == nil }
+
+    /// The token request, ``tokenRequest()``.
+    public func authenticationRequest() throws(ProviderError) -> APIRequest {
+        try tokenRequest()
+    }
+
+    /// The provider with the token the response carries (``parseToken(_:)``).
+    public func authenticated(by response: APIResponse) throws(ProviderError) -> any ImageProvider {
+        authenticated(with: try parseToken(response))
+    }
+
     public var pageSize: Int { accessToken == nil ? Self.anonymousPageSize : Self.authenticatedPageSize }
 
     /// 3 s anonymously: production allows 20 requests a minute (2024 tapes); 600 ms with a token (100 a minute).

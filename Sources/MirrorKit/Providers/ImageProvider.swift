@@ -74,6 +74,17 @@ public protocol ImageProvider: Sendable {
     /// never for duplicates, filtered or failed ones — paced with the provider's search requests; its failure
     /// never fails the image.
     func downloadNotification(for result: ImageResult) -> APIRequest?
+
+    /// Whether the provider must authenticate (fetch a token) before its first page. Default false.
+    var needsAuthentication: Bool { get }
+
+    /// The request that authenticates the provider (an OAuth token request); asked for only when
+    /// ``needsAuthentication`` is true.
+    func authenticationRequest() throws(ProviderError) -> APIRequest
+
+    /// This provider, authenticated by the answer to ``authenticationRequest()``; classifies a refusal as
+    /// ``ProviderError/authentication(variable:message:)``.
+    func authenticated(by response: APIResponse) throws(ProviderError) -> any ImageProvider
 }
 
 extension ImageProvider {
@@ -88,6 +99,17 @@ extension ImageProvider {
 
     /// No notification: only providers whose terms ask for one implement it.
     public func downloadNotification(for result: ImageResult) -> APIRequest? { nil }
+
+    /// No authentication step: keys travel with every request.
+    public var needsAuthentication: Bool { false }
+
+    /// Never asked for when ``needsAuthentication`` is false.
+    public func authenticationRequest() throws(ProviderError) -> APIRequest {
+        throw .configuration(message: "\(Self.descriptor.displayName) has no authentication step")
+    }
+
+    /// Itself: there is nothing to authenticate.
+    public func authenticated(by response: APIResponse) throws(ProviderError) -> any ImageProvider { self }
 }
 
 // MARK: - Environment helpers shared by the factories

@@ -45,29 +45,6 @@ public struct ImageFilter: Sendable, Hashable {
     }
 }
 
-/// A downloaded, verified image in a temporary file inside its destination folder, waiting to be
-/// published under its final name (or discarded) by whoever asked for it.
-public struct VerifiedImage: Sendable, Equatable {
-    /// The URL that was asked for.
-    public var url: URL
-    /// The URL the bytes came from, after redirects.
-    public var effectiveURL: URL
-    /// The temporary file holding the bytes; the caller publishes or removes it.
-    public var temporaryFile: URL
-    /// Format and dimensions, from the bytes.
-    public var info: ImageInfo
-    /// Size in bytes.
-    public var bytes: Int64
-    /// SHA-256 of the bytes, lowercase hex.
-    public var sha256: String
-    /// Which cache the bytes came from, or ``CacheType/none`` for the network.
-    public var source: CacheType
-    /// Attempts it took (1 when the first one worked; 0 from a cache).
-    public var attempts: Int
-    /// When the bytes were fetched.
-    public var fetchedAt: Date
-}
-
 /// What a download ended in.
 public typealias DownloadResult = Result<VerifiedImage, DownloadError>
 
