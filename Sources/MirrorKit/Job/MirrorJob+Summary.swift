@@ -3,42 +3,39 @@ import Foundation
 extension MirrorJob {
     /// What a run did; `--json` prints it.
     public struct Summary: Sendable, Hashable, Codable {
-        /// Images saved by this run.
-        public var saved = 0
-        /// Images in the folder at the end.
-        public var total = 0
-        /// The count asked for.
-        public var target = 0
-        /// Downloads that gave no image.
-        public var failed = 0
-        /// Candidates whose URL or bytes the folder already had.
-        public var duplicates = 0
-        /// Valid images the filters turned away.
-        public var filtered = 0
-        /// Search pages fetched (from the network or the page cache).
-        public var pages = 0
-        /// API requests sent over the network.
-        public var apiRequests = 0
-        /// Bytes of the images saved.
-        public var bytes: Int64 = 0
-        /// Wall time.
-        public var seconds: Double = 0
-        /// Whether every source ran dry before the count.
-        public var exhausted = false
-        /// Whether the folder already held the count (nothing was fetched).
-        public var upToDate = false
-        /// Providers of the chain, in order.
-        public var providers: [String] = []
-        /// How each provider of the chain fared, in chain order.
-        public var providerStatus: [ProviderReport] = []
-        /// Download notifications sent for saved images (Unsplash's `download_location`).
-        public var downloadNotifications = 0
-        /// Download notifications that failed for good (logged; the images stay saved).
-        public var downloadNotificationsFailed = 0
-        /// Failures by reason.
+        // MARK: The count
+
+        /// Images saved by this run, images in the folder at the end, and the count asked for.
+        public var saved = 0, total = 0, target = 0
+        /// Whether every source ran dry before the count; whether the folder already held it (nothing fetched);
+        /// whether the run was cancelled.
+        public var exhausted = false, upToDate = false, interrupted = false
+
+        // MARK: What did not count
+
+        /// Downloads that gave no image; candidates whose URL or bytes the folder already had; valid images the
+        /// filters turned away.
+        public var failed = 0, duplicates = 0, filtered = 0
+        /// Failures by reason (`http-404`, `truncated`, …).
         public var failures: [String: Int] = [:]
-        /// Whether the run was cancelled.
-        public var interrupted = false
+
+        // MARK: The search
+
+        /// Providers of the chain, in order, and how each fared.
+        public var providers: [String] = []
+        public var providerStatus: [ProviderReport] = []
+        /// Search pages fetched (from the network or the page cache); API requests sent over the network (pages,
+        /// tokens, download notifications).
+        public var pages = 0, apiRequests = 0
+        /// Download notifications sent for saved images (Unsplash's `download_location`), and those that failed for
+        /// good (logged; the images stay saved).
+        public var downloadNotifications = 0, downloadNotificationsFailed = 0
+
+        // MARK: Cost
+
+        /// Bytes of the images saved, and the run's wall time in seconds.
+        public var bytes: Int64 = 0
+        public var seconds: Double = 0
     }
 
     /// Progress of a run.
