@@ -161,7 +161,15 @@ struct SearchCommandTests {
         defer { api.stop() }
         let out = TemporaryFolder()
         let running = try MirrorBinary.start(["kittens", "--count", "300", "--out", out.path, "--no-cache", "--concurrency", "4"], environment: environment(api))
-        try await Task.sleep(for: .microseconds(800_000))
+        // Interrupt once something is saved (a fixed 0.8 s was too short for a loaded machine under ThreadSanitizer),
+        // polled on a Dispatch thread so that a busy cooperative pool cannot make the signal late.
+        let manifestPath = out.file("manifest.jsonl").path
+        await onDispatchThread {
+            let deadline = ContinuousClock.now + .seconds(60)
+            while ContinuousClock.now < deadline, ((try? FileManager.default.attributesOfItem(atPath: manifestPath)[.size] as? Int) ?? 0) == 0 {
+                usleep(20_000)
+            }
+        }
         let sent = ContinuousClock.now
         kill(running.process.processIdentifier, SIGINT)
         let run = await running.finish()
