@@ -53,9 +53,6 @@ final class Transfer: @unchecked Sendable {
         try set(CURLOPT_ERRORBUFFER, pointer: UnsafeMutableRawPointer(errorBuffer))
         try set(CURLOPT_URL, request.url.absoluteString)
         try set(CURLOPT_NOSIGNAL, 1)
-        // 64 KiB receive buffer (curl's default is 16 KiB): a quarter of the recv calls and write callbacks per body,
-        // and chunks that fill the download sink's 64 KiB blocks evenly.
-        try set(CURLOPT_BUFFERSIZE, 64 * 1024)
         // Policy: http and https only, for the first request and for every redirect.
         try set(CURLOPT_PROTOCOLS_STR, "http,https")
         try set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
