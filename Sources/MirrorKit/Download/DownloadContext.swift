@@ -10,6 +10,8 @@ struct DownloadContext: Sendable {
     let validator: ImageValidator
     let cache: ImageCache?
     let verifyQueue: DispatchQueue
+    /// Body buffers, reused from one transfer to the next (see ``HashingFileSink``).
+    let buffers: BufferPool
     /// The manager's observer, called synchronously on whichever thread the event happens; nil for none.
     let observer: (@Sendable (DownloadEvent) -> Void)?
 

@@ -112,6 +112,7 @@ public final class DownloadManager: Sendable {
             validator: ImageValidator(pixelLimit: configuration.pixelLimit),
             cache: configuration.cache,
             verifyQueue: DispatchQueue(label: "mirror.verify", attributes: .concurrent),
+            buffers: BufferPool(size: HashingFileSink.memoryLimit(concurrency: configuration.concurrency)),
             observer: onEvent
         )
     }

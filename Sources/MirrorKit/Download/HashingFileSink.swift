@@ -22,14 +22,25 @@ final class HashingFileSink: TransferSink, @unchecked Sendable {
     static let sniffLength = 64
     /// The unit of writes to the file: a multiple of the page size.
     static let blockSize = 64 * 1024
-    /// The largest body kept whole in memory (and the size of a pooled buffer): most photos fit.
+    /// The largest body kept whole in memory, at most. A manager with many transfers in flight
+    /// keeps less per transfer (``memoryLimit(concurrency:)``).
     static let memoryLimit = 512 * 1024
+    /// What all the transfers of one manager keep in memory at most, together.
+    static let memoryBudget = 2 * 1024 * 1024
+
+    /// The in-memory limit per transfer for `concurrency` transfers: ``memoryBudget`` shared, between one block and
+    /// ``memoryLimit`` (16 at once: 128 KiB each; 32 or more: one 64 KiB block), so that peak memory does not grow with
+    /// the concurrency.
+    static func memoryLimit(concurrency: Int) -> Int {
+        let share = memoryBudget / max(1, concurrency)
+        return min(memoryLimit, max(blockSize, share - share % blockSize))
+    }
 
     private let descriptor: Int32
     private var hasher = SHA256()
     private var head = Data()
     private var decided = false
-    /// The buffer (``memoryLimit`` bytes, from ``pool``, taken with the first chunk); bytes `0..<count` are valid.
+    /// The buffer (`pool.size` bytes, taken with the first chunk); bytes `0..<count` are valid.
     private var buffer: UnsafeMutableRawPointer?
     private var count = 0
     /// Bytes at the start of the buffer already written to the file (a multiple of ``blockSize``).
@@ -46,18 +57,23 @@ final class HashingFileSink: TransferSink, @unchecked Sendable {
     /// Where the file is, for messages.
     private let folder: String
 
-    init(descriptor: Int32, folder: String = "a folder") {
+    /// Where buffers come from and go back to; its size is this sink's in-memory limit.
+    private let pool: BufferPool
+
+    init(descriptor: Int32, folder: String = "a folder", pool: BufferPool = HashingFileSink.defaultPool) {
+        self.pool = pool
         self.descriptor = descriptor
         self.folder = folder
     }
 
     deinit {
-        if let buffer { Self.pool.give(buffer) }
+        if let buffer { pool.give(buffer) }
     }
 
-    /// Buffers of finished transfers, reused by the next ones: a fresh buffer costs page faults and zeroed pages
-    /// for every image (measured: 5 % of all samples), a reused one nothing. At most ``BufferPool/limit`` are kept.
-    static let pool = BufferPool(size: memoryLimit)
+    /// A pool of ``memoryLimit``-byte buffers, for sinks made without one (tests). Each download manager has its own
+    /// (``memoryLimit(concurrency:)``): buffers of finished transfers are reused by the next ones, because a fresh
+    /// buffer costs page faults and zeroed pages for every image (measured: 5 % of all samples).
+    static let defaultPool = BufferPool(size: memoryLimit)
 
     func write(_ chunk: UnsafeRawBufferPointer) throws {
         if !decided {
@@ -76,7 +92,7 @@ final class HashingFileSink: TransferSink, @unchecked Sendable {
         var rest = chunk
         while !rest.isEmpty {
             try makeRoom()
-            let taken = min(rest.count, Self.memoryLimit - count)
+            let taken = min(rest.count, pool.size - count)
             (buffer! + count).copyMemory(from: rest.baseAddress!, byteCount: taken)
             count += taken
             rest = UnsafeRawBufferPointer(rebasing: rest[taken...])
@@ -99,10 +115,10 @@ final class HashingFileSink: TransferSink, @unchecked Sendable {
     /// too large to keep whole, and the written part is dropped (streaming).
     private func makeRoom() throws(FileError) {
         guard let buffer else {
-            self.buffer = Self.pool.take()
+            self.buffer = pool.take()
             return
         }
-        guard count == Self.memoryLimit else { return }
+        guard count == pool.size else { return }
         // Too large to keep whole: from now on the buffer only stages blocks. Everything complete is written.
         streaming = true
         let tail = count - flushed
@@ -147,6 +163,10 @@ final class BufferPool: Sendable {
 
     init(size: Int) {
         self.size = size
+    }
+
+    deinit {
+        for box in free.withLock({ $0 }) { box.pointer.deallocate() }
     }
 
     /// A buffer of ``size`` bytes (its contents undefined).

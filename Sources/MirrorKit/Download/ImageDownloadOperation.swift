@@ -52,7 +52,7 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
             end(.failed(.filesystem(error), retryable: false, retryAfter: nil, throttled: false))
             return
         }
-        let sink = HashingFileSink(descriptor: temporary.descriptor, folder: request.directory.path)
+        let sink = HashingFileSink(descriptor: temporary.descriptor, folder: request.directory.path, pool: context.buffers)
         var transferRequest = context.transferTemplate
         transferRequest.url = request.url
         transferRequest.destination = .sink(sink)
