@@ -5,21 +5,7 @@ import Testing
 /// The provider chain end to end: moving on when a provider fails, reporting every provider when all do, the
 /// providers' own obligations (Unsplash's download notifications, Google's 100th result), and the manifest schema.
 @Suite("Provider chain and obligations, end to end", .serialized)
-struct ProviderChainTests {
-    private func emulator(_ configure: (inout APIEmulator.Settings) -> Void = { _ in }) throws -> APIEmulator {
-        var settings = APIEmulator.Settings()
-        settings.imageBytes = 1_000...4_000
-        configure(&settings)
-        return try APIEmulator.start(settings: settings)
-    }
-
-    private func environment(_ emulator: APIEmulator, _ extra: [String: String] = [:]) -> [String: String] {
-        var environment = emulator.environment
-        environment["MIRROR_API_INTERVAL_MS"] = "0"
-        for (key, value) in extra { environment[key] = value }
-        return environment
-    }
-
+struct ProviderChainTests: EmulatedSearch {
     /// An endpoint on a loopback port nothing listens on: connections are refused.
     private func refusingEndpoint(_ path: String) throws -> String {
         "http://127.0.0.1:\(try FaultMatrixTests.freeLoopbackPort())\(path)"

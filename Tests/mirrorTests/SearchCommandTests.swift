@@ -4,22 +4,7 @@ import Testing
 
 /// `mirror <query>` end to end: the built binary against the emulated APIs on loopback.
 @Suite("mirror <query>, end to end", .serialized)
-struct SearchCommandTests {
-    /// An emulator with small images, and the environment that points mirror at it.
-    private func emulator(_ configure: (inout APIEmulator.Settings) -> Void = { _ in }) throws -> APIEmulator {
-        var settings = APIEmulator.Settings()
-        settings.imageBytes = 1_000...4_000
-        configure(&settings)
-        return try APIEmulator.start(settings: settings)
-    }
-
-    private func environment(_ emulator: APIEmulator, _ extra: [String: String] = [:]) -> [String: String] {
-        var environment = emulator.environment
-        environment["MIRROR_API_INTERVAL_MS"] = "0"
-        for (key, value) in extra { environment[key] = value }
-        return environment
-    }
-
+struct SearchCommandTests: EmulatedSearch {
     private struct Manifest {
         var lines: [[String: Any]]
         var files: [String] { lines.compactMap { $0["file"] as? String } }

@@ -36,19 +36,9 @@ struct ProviderCapTests {
         // Given the emulator and the provider pointed at it
         let emulator = try APIEmulator.start()
         defer { emulator.stop() }
-        let provider = try ProviderRegistry.make(named: testCase.provider, environment: emulator.environment, endpointOverride: nil)
-        let driver = CurlMultiDriver()
-        defer { driver.shutdown() }
-        var configuration = SearchFeed.Configuration()
-        configuration.requestInterval = .zero
-        let feed = SearchFeed(
-            providers: [provider], query: SearchQuery(text: "kittens"),
-            client: APIClient(loader: driver, cache: nil), configuration: configuration
-        )
 
         // When every result is drawn
-        var urls = Set<URL>()
-        while let result = try await feed.next() { urls.insert(result.imageURL) }
+        let (urls, feed) = try await Self.drawAll(testCase.provider, from: emulator)
 
         // Then exactly the reachable results arrived, each once, in the minimum number of requests
         #expect(urls.count == testCase.reachable)
@@ -61,19 +51,9 @@ struct ProviderCapTests {
         let emulator = try APIEmulator.start()
         defer { emulator.stop() }
         emulator.configure { $0.googleStrictLastPage = true }
-        let provider = try ProviderRegistry.make(named: "google", environment: emulator.environment, endpointOverride: nil)
-        let driver = CurlMultiDriver()
-        defer { driver.shutdown() }
-        var configuration = SearchFeed.Configuration()
-        configuration.requestInterval = .zero
-        let feed = SearchFeed(
-            providers: [provider], query: SearchQuery(text: "kittens"),
-            client: APIClient(loader: driver, cache: nil), configuration: configuration
-        )
 
         // When every result is drawn
-        var urls = Set<URL>()
-        while let result = try await feed.next() { urls.insert(result.imageURL) }
+        let (urls, feed) = try await Self.drawAll("google", from: emulator)
 
         // Then the refused page is asked for once more with num=9, and that is the cap: 99 results in 11 requests
         let requests = emulator.apiRequests(provider: .google)
@@ -81,5 +61,22 @@ struct ProviderCapTests {
         #expect(requests.count == 11)
         #expect(requests.suffix(2).map { [$0.query["start"], $0.query["num"]] } == [["91", "10"], ["91", "9"]])
         #expect(feed.statistics.perProvider["google"]?.end == .capped)
+    }
+
+    /// Draws every result of `provider` from the emulator through a feed with no pacing; returns the distinct image
+    /// URLs and the feed (for its statistics).
+    static func drawAll(_ provider: String, from emulator: APIEmulator) async throws -> (Set<URL>, SearchFeed) {
+        let made = try ProviderRegistry.make(named: provider, environment: emulator.environment, endpointOverride: nil)
+        let driver = CurlMultiDriver()
+        defer { driver.shutdown() }
+        var configuration = SearchFeed.Configuration()
+        configuration.requestInterval = .zero
+        let feed = SearchFeed(
+            providers: [made], query: SearchQuery(text: "kittens"),
+            client: APIClient(loader: driver, cache: nil), configuration: configuration
+        )
+        var urls = Set<URL>()
+        while let result = try await feed.next() { urls.insert(result.imageURL) }
+        return (urls, feed)
     }
 }
