@@ -3,7 +3,7 @@
 
 Run it through scripts/bench (which installs the tools and the virtualenv). It builds mirror in release
 mode, generates (or reuses) a corpus of distinct images under the build folder, serves it from nginx on
-loopback (latency 0) and from mirror-bench-server (injected latency), runs every tool on the same URL list
+loopback (with the echo module's `echo_sleep` before each response for injected latency), runs every tool on the same URL list
 at each concurrency, interleaved, repetitions rotating the tool order, checks every tool's output by content,
 runs a scaling series of `mirror urls` and, when `mirror` has a search command and mirror-emulator exists,
 a search run against the emulated APIs; then writes BENCHMARKS.md, a PNG chart and results.json.
@@ -254,18 +254,32 @@ def wait_for_port(port, timeout=15):
     raise RuntimeError(f"nothing listens on port {port}")
 
 
-class Nginx:
-    """nginx in the foreground with its own config, prefix and port; nothing system-wide."""
+ECHO_MODULE = "/usr/lib/nginx/modules/ngx_http_echo_module.so"
 
-    def __init__(self, root, state_dir):
+
+class Nginx:
+    """nginx in the foreground with its own config, prefix and port; nothing system-wide.
+
+    With latency_ms > 0, every response waits that long first (the echo module's non-blocking `echo_sleep`, then an
+    internal redirect to the static file, still served with sendfile): nginx stays far faster than the tools, unlike
+    mirror-bench-server, which tops out near 1,000 images/s.
+    """
+
+    def __init__(self, root, state_dir, latency_ms=0):
         self.root = root
-        self.state = os.path.join(state_dir, "nginx")
+        self.state = os.path.join(state_dir, "nginx" if latency_ms == 0 else f"nginx-l{latency_ms}")
         os.makedirs(self.state, exist_ok=True)
         self.port = free_port()
         binary = shutil.which("nginx") or "/usr/sbin/nginx"
         mime = "/etc/nginx/mime.types"
         user = "user root root;" if os.geteuid() == 0 else ""
+        if latency_ms and not os.path.exists(ECHO_MODULE):
+            raise SystemExit(f"bench: {ECHO_MODULE} is missing: apt-get install libnginx-mod-http-echo")
+        load = f"load_module {ECHO_MODULE};" if latency_ms else ""
+        location = (f"location / {{ echo_sleep {latency_ms / 1000:.3f}; echo_exec @file; }}\n        location @file {{ }}"
+                    if latency_ms else "location / { }")
         config = f"""
+{load}
 daemon off;
 {user}
 worker_processes 1;
@@ -289,7 +303,7 @@ http {{
     server {{
         listen 127.0.0.1:{self.port} backlog=4096;
         root {root};
-        location / {{ }}
+        {location}
     }}
 }}
 """
@@ -300,7 +314,7 @@ http {{
                                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                         stderr=open(os.path.join(self.state, "stderr.log"), "w"))
         wait_for_port(self.port)
-        self.latency = 0
+        self.latency = latency_ms
 
     def stop(self):
         if self.process.poll() is None:
@@ -759,8 +773,9 @@ def write_report(path, chart_name, args, info, table, records, scaling, search, 
         f"{corpus_stats['max'] / 1e3:.0f} KB, median {corpus_stats['median'] / 1e3:.0f} KB, "
         f"{corpus_stats['total'] / 1e6:.0f} MB in all; variants of a few hundred generated base images that differ by "
         "a unique comment / metadata chunk, so every file is a valid image with distinct bytes.")
-    add("- Server: nginx (1 worker, sendfile, keep-alive) on 127.0.0.1 for 0 ms; `mirror-bench-server` (the project's "
-        "SwiftNIO TestServer, files held in memory) for injected latency before every response head.")
+    add("- Server: nginx (1 worker, sendfile, keep-alive) on 127.0.0.1 for every cell; injected latency is the echo "
+        "module's non-blocking `echo_sleep` before each response, then the file by sendfile (so the server is never "
+        "the bottleneck: the project's SwiftNIO bench server topped out near 1,000 images/s).")
     add(f"- Every tool gets the same URL list per cell, into an empty folder on the same disk; tools are interleaved and "
         f"their order rotates every repetition; {args.reps} repetition(s); tables show the **median** "
         "(images/s range in brackets).")
@@ -785,7 +800,7 @@ def write_report(path, chart_name, args, info, table, records, scaling, search, 
     add("")
     add("## Results: tool × concurrency × latency")
     add("")
-    add("| latency | at once | tool | images | images/s | MB/s | CPU s / 1k images | peak RSS MB | runs ok |")
+    add("| latency | at once | tool | images | images/s | MB/s | CPU ms / image | peak RSS MB | runs ok |")
     add("|---:|---:|---|---:|---:|---:|---:|---:|---:|")
     for latency in latencies:
         for concurrency in concurrencies:
@@ -829,6 +844,36 @@ def write_report(path, chart_name, args, info, table, records, scaling, search, 
                     continue
                 row.append(f"{m['images_per_s'] / p['images_per_s']:.2f}× / {m['cpu_per_1k'] / p['cpu_per_1k']:.2f}×")
             add("| " + " | ".join(row) + " |")
+    add("")
+    add("## mirror against curl, paired by repetition (issue 14)")
+    add("")
+    add("Each repetition of a cell pairs mirror's run with curl's run of the same repetition; the table gives the median "
+        "of those paired ratios and their range. With injected latency, the latency limit is what `at once` "
+        "connections can do at best: at once ÷ latency.")
+    add("")
+    add("| latency | at once | mirror img/s | curl img/s | img/s ratio | mirror CPU ms/img | curl CPU ms/img | CPU ratio | mirror % of latency limit | mirror peak RSS MB |")
+    add("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for latency in latencies:
+        for concurrency in concurrencies:
+            pairs = []
+            for rep in range(args.reps):
+                m = next((r for r in records if r["tool"] == "mirror" and r["latency_ms"] == latency
+                          and r["concurrency"] == concurrency and r["rep"] == rep and r["ok"]), None)
+                c = next((r for r in records if r["tool"] == "curl" and r["latency_ms"] == latency
+                          and r["concurrency"] == concurrency and r["rep"] == rep and r["ok"]), None)
+                if m and c:
+                    pairs.append((m, c))
+            if not pairs:
+                continue
+            speed = [m["images_per_s"] / c["images_per_s"] for m, c in pairs]
+            cpu = [m["cpu_per_1k"] / c["cpu_per_1k"] for m, c in pairs]
+            limit = concurrency / (latency / 1000) if latency else None
+            mirror_ips = median([m["images_per_s"] for m, _ in pairs])
+            add(f"| {latency} ms | {concurrency} | {fmt(mirror_ips)} | {fmt(median([c['images_per_s'] for _, c in pairs]))} | "
+                f"{median(speed):.2f}× ({min(speed):.2f}–{max(speed):.2f}) | "
+                f"{median([m['cpu_per_1k'] for m, _ in pairs]):.3f} | {median([c['cpu_per_1k'] for _, c in pairs]):.3f} | "
+                f"{median(cpu):.2f}× ({min(cpu):.2f}–{max(cpu):.2f}) | "
+                f"{(f'{mirror_ips / limit:.0%}' if limit else '—')} | {median([m['rss'] for m, _ in pairs]) / 1e6:.1f} |")
     add("")
     add("## Targets (issue 6)")
     add("")
@@ -1025,13 +1070,13 @@ def main():
     log(f"bench: nginx on 127.0.0.1:{nginx.port}")
     try:
         for latency in latencies:
-            server = nginx if latency == 0 else BenchServer(bench_server, corpus_dir, latency, logs)
+            server = nginx if latency == 0 else Nginx(www, args.build_dir, latency)
             try:
-                prefix = f"/{os.path.basename(corpus_dir)}" if latency == 0 else ""
+                prefix = f"/{os.path.basename(corpus_dir)}"
                 base_url = f"http://127.0.0.1:{server.port}{prefix}"
                 cell_files = files if latency < 200 else files[:args.images_200ms]
                 wget_files = cell_files if latency == 0 else cell_files[:args.wget_images_latency]
-                log(f"bench: latency {latency} ms ({'nginx' if latency == 0 else 'mirror-bench-server'}, "
+                log(f"bench: latency {latency} ms (nginx{'' if latency == 0 else ' + echo_sleep'}, "
                     f"port {server.port}), {len(cell_files)} images per run")
                 for rep in range(args.reps):
                     for ci, concurrency in enumerate(concurrencies):
