@@ -227,7 +227,7 @@ extension Pipeline {
                 onEvent(.alreadySaved(candidate))
                 return false
             }
-            if !seen.insert(key).inserted {
+            if !source.yieldsDistinctURLs, !seen.insert(key).inserted {
                 tally.withLock { $0.duplicates += 1 }
                 onEvent(.duplicate(candidate, of: nil))
                 return false

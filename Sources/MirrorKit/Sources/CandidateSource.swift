@@ -44,8 +44,14 @@ public protocol CandidateSource: Sendable {
     /// Work the source's terms ask for once `candidate` has been saved (Unsplash's download notification), or `nil`
     /// (the default). It runs off the download's slot; a line it returns is logged, and never fails the image.
     func saveNotification(for candidate: Candidate) -> (@Sendable () async -> String?)?
+
+    /// Whether the source never yields the same normalised URL twice (it deduplicates itself), so the pipeline need
+    /// not remember every URL of the run. Default false.
+    var yieldsDistinctURLs: Bool { get }
 }
 
 extension CandidateSource {
+    public var yieldsDistinctURLs: Bool { false }
+
     public func saveNotification(for candidate: Candidate) -> (@Sendable () async -> String?)? { nil }
 }

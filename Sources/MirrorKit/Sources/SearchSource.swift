@@ -14,6 +14,9 @@ public struct SearchSource: CandidateSource {
         self.query = query
     }
 
+    /// The feed drops a URL any provider returned before.
+    public var yieldsDistinctURLs: Bool { true }
+
     public func next() async throws -> Candidate? {
         try await feed.next().map(candidate(for:))
     }

@@ -11,6 +11,9 @@ public final class URLListSource: CandidateSource {
         self.list = list
     }
 
+    /// A parsed list holds each normalised URL once.
+    public var yieldsDistinctURLs: Bool { true }
+
     public func next() async throws -> Candidate? {
         let urls = list.urls
         let index = position.withLock { position -> Int? in
