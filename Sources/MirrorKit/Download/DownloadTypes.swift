@@ -48,7 +48,7 @@ public struct ImageFilter: Sendable, Hashable {
 /// What a download ended in.
 public typealias DownloadResult = Result<VerifiedImage, DownloadError>
 
-/// Progress of the download manager, as an `AsyncStream` of these.
+/// Progress of the download manager, handed to its `onEvent` callback.
 public enum DownloadEvent: Sendable {
     /// Accepted and waiting for a slot.
     case queued(URL)
