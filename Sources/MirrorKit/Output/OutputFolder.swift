@@ -19,12 +19,17 @@ public final class OutputFolder: Sendable {
         public var droppedRecords = 0
     }
 
+    /// What is saved, as lookups. Keys are 128-bit fingerprints, not the strings themselves: a run of 100,000 URLs
+    /// keeps three of these per image, and 16 bytes a key instead of 60 to 100 is most of that memory. A collision
+    /// (2^-128 for a pair) could only make a URL or a digest look saved, or a free name look taken.
     private struct State {
         var count = 0
-        var urls: Set<String> = []
-        var filesBySHA: [String: String] = [:]
+        /// Normalised URLs saved.
+        var urls: Set<Fingerprint> = []
+        /// The first file saved with each SHA-256.
+        var filesBySHA: [Fingerprint: String] = [:]
         /// Saved file names, lowercased.
-        var names: Set<String> = []
+        var names: Set<Fingerprint> = []
     }
 
     public let directory: URL
@@ -91,18 +96,21 @@ public final class OutputFolder: Sendable {
 
     /// Whether an image from the URL whose `CacheKey(url:).normalizedURL` this is is already saved.
     public func contains(normalizedURL key: String) -> Bool {
-        state.withLock { $0.urls.contains(key) }
+        let fingerprint = Fingerprint(key)
+        return state.withLock { $0.urls.contains(fingerprint) }
     }
 
     /// The file already holding these bytes, if any.
     public func file(withSHA256 digest: String) -> String? {
-        state.withLock { $0.filesBySHA[digest] }
+        let fingerprint = Fingerprint(digest)
+        return state.withLock { $0.filesBySHA[fingerprint] }
     }
 
     /// Whether a file name is taken (by a saved image or anything else in the folder). Saved names are
     /// compared case-insensitively, so that the folder still works copied to a case-insensitive disk.
     func isTaken(_ name: String) -> Bool {
-        if state.withLock({ $0.names.contains(name.lowercased()) }) { return true }
+        let fingerprint = Fingerprint(name.lowercased())
+        if state.withLock({ $0.names.contains(fingerprint) }) { return true }
         var info = stat()
         return lstat(directory.appendingPathComponent(name).path, &info) == 0
     }
@@ -137,9 +145,10 @@ public final class OutputFolder: Sendable {
 
     private static func remember(_ record: ManifestRecord, in state: inout State) {
         state.count += 1
-        if let url = URL(string: record.url) { state.urls.insert(CacheKey(url: url).normalizedURL) }
-        state.filesBySHA[record.sha256] = state.filesBySHA[record.sha256] ?? record.file
-        state.names.insert(record.file.lowercased())
+        if let url = URL(string: record.url) { state.urls.insert(Fingerprint(CacheKey(url: url).normalizedURL)) }
+        let digest = Fingerprint(record.sha256)
+        state.filesBySHA[digest] = state.filesBySHA[digest] ?? record.file
+        state.names.insert(Fingerprint(record.file.lowercased()))
     }
 
     private static func makeDirectory(_ url: URL) throws(FileError) {
@@ -211,5 +220,22 @@ extension ManifestRecord {
     static func hasTornLine(_ url: URL) -> Bool {
         guard let data = try? Data(contentsOf: url), let last = data.last else { return false }
         return last != 0x0A
+    }
+}
+
+/// A 128-bit fingerprint of a string: two SipHash values (the process's random key, two different salts).
+private struct Fingerprint: Hashable {
+    let high: Int
+    let low: Int
+
+    init(_ text: String) {
+        var first = Hasher()
+        first.combine(0x6D69_7272_6F72_0001 as UInt64)
+        first.combine(text)
+        var second = Hasher()
+        second.combine(0x6D69_7272_6F72_0002 as UInt64)
+        second.combine(text)
+        high = first.finalize()
+        low = second.finalize()
     }
 }
