@@ -35,13 +35,35 @@ public struct ImageFilter: Sendable, Hashable {
 
     /// Why an image is unwanted, or nil if it is wanted.
     public func rejection(for info: ImageInfo) -> String? {
-        if let formats, !formats.contains(info.format) {
-            return "\(info.format.rawValue) is not among the wanted formats"
+        rejection(format: info.format) ?? rejection(width: info.width, height: info.height)
+    }
+
+    /// Why what a source reports about an image (before any download) already makes it unwanted, or nil when the
+    /// report says nothing against it (unknown values pass: the bytes decide).
+    public func rejection(reportedWidth width: Int?, reportedHeight height: Int?, mimeType: String?) -> String? {
+        if let width, let height, let reason = rejection(width: width, height: height) { return reason }
+        return mimeType.flatMap(ImageFormat.init(mimeType:)).flatMap(rejection(format:))
+    }
+
+    private func rejection(format: ImageFormat) -> String? {
+        guard let formats, !formats.contains(format) else { return nil }
+        return "\(format.rawValue) is not among the wanted formats"
+    }
+
+    private func rejection(width: Int, height: Int) -> String? {
+        guard width < minimumWidth || height < minimumHeight else { return nil }
+        return "\(width)×\(height) is smaller than \(minimumWidth)×\(minimumHeight)"
+    }
+}
+
+extension ImageFormat {
+    /// The format a MIME type names, if any (`image/jpeg` → `.jpeg`).
+    init?(mimeType: String) {
+        let type = mimeType.lowercased().split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+        guard let format = ImageFormat.allCases.first(where: { $0.mimeType == type }) ?? (type == "image/jpg" ? .jpeg : nil) else {
+            return nil
         }
-        if info.width < minimumWidth || info.height < minimumHeight {
-            return "\(info.width)×\(info.height) is smaller than \(minimumWidth)×\(minimumHeight)"
-        }
-        return nil
+        self = format
     }
 }
 

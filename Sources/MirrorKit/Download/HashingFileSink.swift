@@ -60,7 +60,7 @@ final class HashingFileSink: TransferSink, @unchecked Sendable {
     /// Where buffers come from and go back to; its size is this sink's in-memory limit.
     private let pool: BufferPool
 
-    init(descriptor: Int32, folder: String = "a folder", pool: BufferPool = HashingFileSink.defaultPool) {
+    init(descriptor: Int32, folder: String = "a folder", pool: BufferPool) {
         self.pool = pool
         self.descriptor = descriptor
         self.folder = folder
@@ -69,11 +69,6 @@ final class HashingFileSink: TransferSink, @unchecked Sendable {
     deinit {
         if let buffer { pool.give(buffer) }
     }
-
-    /// A pool of ``memoryLimit``-byte buffers, for sinks made without one (tests). Each download manager has its own
-    /// (``memoryLimit(concurrency:)``): buffers of finished transfers are reused by the next ones, because a fresh
-    /// buffer costs page faults and zeroed pages for every image (measured: 5 % of all samples).
-    static let defaultPool = BufferPool(size: memoryLimit)
 
     func write(_ chunk: UnsafeRawBufferPointer) throws {
         if !decided {
@@ -153,7 +148,9 @@ final class HashingFileSink: TransferSink, @unchecked Sendable {
     }
 }
 
-/// Fixed-size byte buffers, reused. Thread-safe.
+/// Fixed-size byte buffers, reused from one transfer to the next: a fresh buffer cost page faults and zeroed pages
+/// for every image (measured: 5 % of all samples), a reused one nothing. One pool per download manager, sized by
+/// ``HashingFileSink/memoryLimit(concurrency:)``. Thread-safe.
 final class BufferPool: Sendable {
     /// Buffers kept for reuse at most; more are freed when given back.
     static let limit = 64

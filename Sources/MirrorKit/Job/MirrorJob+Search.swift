@@ -40,17 +40,18 @@ extension MirrorJob {
         defer { driver?.shutdown() }
         let feed = makeFeed(providers: providers, loader: loader ?? driver!)
         let source = SearchSource(feed: feed, query: configuration.query)
-        let admission = Pipeline(configuration: pipelineConfiguration(target: missing))
         var results: [ImageResult] = []
         while results.count < missing {
             let next: Candidate?
             do {
                 next = try await source.next()
             } catch {
-                throw Self.failure(from: error, summary: summary(of: feed, report: nil, folder: nil, started: .now))
+                throw Self.failure(from: error, summary: summary(of: feed.statistics, report: nil, folder: nil, started: .now))
             }
             guard let candidate = next, let result = candidate.result else { break }
-            if have.contains(CacheKey(url: candidate.url).normalizedURL) || admission.earlyRejection(candidate) != nil { continue }
+            if have.contains(CacheKey(url: candidate.url).normalizedURL) || configuration.filter?.rejection(
+                reportedWidth: candidate.reportedWidth, reportedHeight: candidate.reportedHeight, mimeType: candidate.reportedMIMEType
+            ) != nil { continue }
             results.append(result)
         }
         return results

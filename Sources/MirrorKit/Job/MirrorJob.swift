@@ -31,15 +31,15 @@ public struct MirrorJob: Sendable {
         try store.synchronizeImages(with: folder.records)
         let providerNames = configuration.providers.joined(separator: ",")
         let needed = configuration.count - folder.savedCount
-        let driver = CurlMultiDriver()
-        defer { driver.shutdown() }
-        let feed = makeFeed(providers: providers, loader: driver)
         guard needed > 0 else {
-            var summary = summary(of: feed, report: nil, folder: folder, started: started)
+            var summary = summary(of: SearchStatistics(), report: nil, folder: folder, started: started)
             summary.upToDate = true
             try? store.recordSearch(query: configuration.query, providers: providerNames, saved: 0, pagesFetched: 0, exhausted: false)
             return summary
         }
+        let driver = CurlMultiDriver()
+        defer { driver.shutdown() }
+        let feed = makeFeed(providers: providers, loader: driver)
 
         var pipeline = pipelineConfiguration(target: needed)
         pipeline.skip = (try? store.permanentlyFailedURLs()) ?? []
@@ -60,7 +60,7 @@ public struct MirrorJob: Sendable {
         // Keep the cache (images and pages, one folder) within its size limit, least recently used first.
         configuration.downloads.cache?.sweep()
 
-        let summary = summary(of: feed, report: report, folder: folder, started: started)
+        let summary = summary(of: feed.statistics, report: report, folder: folder, started: started)
         try? store.recordSearch(
             query: configuration.query, providers: providerNames, saved: summary.saved,
             pagesFetched: summary.pages, exhausted: summary.exhausted
@@ -84,8 +84,7 @@ public struct MirrorJob: Sendable {
     }
 
     /// The run's summary from the feed's statistics and the pipeline's report (none for a run that fetched nothing).
-    func summary(of feed: SearchFeed, report: Pipeline.Report?, folder: OutputFolder?, started: ContinuousClock.Instant) -> Summary {
-        let statistics = feed.statistics
+    func summary(of statistics: SearchStatistics, report: Pipeline.Report?, folder: OutputFolder?, started: ContinuousClock.Instant) -> Summary {
         var summary = Summary()
         summary.target = configuration.count
         summary.providers = configuration.providers

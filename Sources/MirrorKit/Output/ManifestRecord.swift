@@ -69,26 +69,26 @@ public struct ManifestRecord: Codable, Sendable, Hashable {
 
         /// The schema, in line order; the README's table says the same.
         public static let all: [Field] = [
-            Field(key: "file", type: .string, meaning: "the file's name inside the output folder"),
-            Field(key: "url", type: .string, meaning: "the image URL it was downloaded from"),
-            Field(key: "page_url", type: .string, nullWhen: "the source names no page", meaning: "the page about the image, for attribution"),
-            Field(key: "provider", type: .string, nullWhen: "a URL list", meaning: "the provider that found it (`openverse`, …)"),
-            Field(key: "id", type: .string, nullWhen: "a URL list", meaning: "the provider's id of the image"),
-            Field(key: "title", type: .string, nullWhen: "the source gives none", meaning: "the image's title"),
-            Field(key: "creator", type: .string, nullWhen: "the source names no one", meaning: "who made it"),
-            Field(key: "license", type: .string, nullWhen: "the source does not say", meaning: "licence code and version (`cc-by 4.0`)"),
-            Field(key: "license_url", type: .string, nullWhen: "the source gives none", meaning: "the licence deed or terms"),
-            Field(key: "width", type: .integer, meaning: "width in pixels, from the file's header"),
-            Field(key: "height", type: .integer, meaning: "height in pixels, from the file's header"),
-            Field(key: "bytes", type: .integer, meaning: "the file's size"),
-            Field(key: "sha256", type: .string, meaning: "SHA-256 of the file, lowercase hex"),
-            Field(key: "format", type: .string, meaning: "the format sniffed from the bytes (`jpeg`, `png`, …)"),
-            Field(key: "query", type: .string, nullWhen: "a URL list", meaning: "the search query that found it"),
-            Field(key: "fetched_at", type: .string, meaning: "when the download finished, ISO 8601 UTC"),
+            Field(.file, type: .string, meaning: "the file's name inside the output folder"),
+            Field(.url, type: .string, meaning: "the image URL it was downloaded from"),
+            Field(.pageURL, type: .string, nullWhen: "the source names no page", meaning: "the page about the image, for attribution"),
+            Field(.provider, type: .string, nullWhen: "a URL list", meaning: "the provider that found it (`openverse`, …)"),
+            Field(.id, type: .string, nullWhen: "a URL list", meaning: "the provider's id of the image"),
+            Field(.title, type: .string, nullWhen: "the source gives none", meaning: "the image's title"),
+            Field(.creator, type: .string, nullWhen: "the source names no one", meaning: "who made it"),
+            Field(.license, type: .string, nullWhen: "the source does not say", meaning: "licence code and version (`cc-by 4.0`)"),
+            Field(.licenseURL, type: .string, nullWhen: "the source gives none", meaning: "the licence deed or terms"),
+            Field(.width, type: .integer, meaning: "width in pixels, from the file's header"),
+            Field(.height, type: .integer, meaning: "height in pixels, from the file's header"),
+            Field(.bytes, type: .integer, meaning: "the file's size"),
+            Field(.sha256, type: .string, meaning: "SHA-256 of the file, lowercase hex"),
+            Field(.format, type: .string, meaning: "the format sniffed from the bytes (`jpeg`, `png`, …)"),
+            Field(.query, type: .string, nullWhen: "a URL list", meaning: "the search query that found it"),
+            Field(.fetchedAt, type: .string, meaning: "when the download finished, ISO 8601 UTC"),
         ]
 
-        init(key: String, type: JSONType, nullWhen: String? = nil, meaning: String) {
-            self.key = key
+        init(_ key: CodingKeys, type: JSONType, nullWhen: String? = nil, meaning: String) {
+            self.key = key.rawValue
             self.type = type
             self.nullWhen = nullWhen
             self.meaning = meaning

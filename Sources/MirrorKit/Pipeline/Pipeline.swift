@@ -168,16 +168,10 @@ public struct Pipeline: Sendable {
 
     /// Why the source's report of a candidate already rules it out, before any download.
     func earlyRejection(_ candidate: Candidate) -> String? {
-        guard let filter = configuration.filter else { return nil }
-        if let width = candidate.reportedWidth, let height = candidate.reportedHeight,
-            width < filter.minimumWidth || height < filter.minimumHeight
-        {
-            return "\(width)×\(height) is smaller than \(filter.minimumWidth)×\(filter.minimumHeight)"
-        }
-        if let formats = filter.formats, let mime = candidate.reportedMIMEType, let format = ImageFormat(mimeType: mime), !formats.contains(format) {
-            return "\(format.rawValue) is not among the wanted formats"
-        }
-        return nil
+        configuration.filter?.rejection(
+            reportedWidth: candidate.reportedWidth, reportedHeight: candidate.reportedHeight,
+            mimeType: candidate.reportedMIMEType
+        )
     }
 }
 
@@ -323,16 +317,5 @@ extension Pipeline {
                 await task.value
             }
         }
-    }
-}
-
-extension ImageFormat {
-    /// The format a MIME type names, if any (`image/jpeg` → `.jpeg`).
-    init?(mimeType: String) {
-        let type = mimeType.lowercased().split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
-        guard let format = ImageFormat.allCases.first(where: { $0.mimeType == type }) ?? (type == "image/jpg" ? .jpeg : nil) else {
-            return nil
-        }
-        self = format
     }
 }

@@ -11,7 +11,7 @@ struct HashingFileSinkTests {
     private func feed(_ body: Data, chunks: [Int]) throws -> (file: Data, inMemory: Data?, digest: String) {
         let folder = TemporaryDirectory()
         let temporary = try AtomicFile.makeTemporary(in: folder.url)
-        let sink = HashingFileSink(descriptor: temporary.descriptor)
+        let sink = HashingFileSink(descriptor: temporary.descriptor, pool: BufferPool(size: HashingFileSink.memoryLimit))
         var offset = 0
         var index = 0
         while offset < body.count {
