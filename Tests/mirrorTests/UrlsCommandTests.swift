@@ -92,7 +92,7 @@ struct UrlsCommandTests {
         #expect(badConcurrency.status == 64)
         let missingFile = try await MirrorBinary.run(["urls", "/nonexistent/list.txt", "--out", "/tmp/x"])
         #expect(missingFile.status == 64)
-        #expect(missingFile.stderr.hasPrefix("mirror: error: cannot read the URL list"))
+        #expect(missingFile.stderr.hasPrefix("mirror: error: cannot read the table: /nonexistent/list.txt: No such file"))
     }
 
     @Test func anOutputPathThatIsAFileIsAClearError() async throws {

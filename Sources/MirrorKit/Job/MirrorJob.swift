@@ -55,6 +55,7 @@ public struct MirrorJob: Sendable {
             case let .failed(candidate, error): onEvent(.failed(candidate.url, error))
             case let .retrying(url, attempt, delay, reason): onEvent(.retrying(url, attempt: attempt, delay: delay, reason: reason))
             case let .notice(line): onEvent(.notice(line))
+            case .invalid: break  // a search gives no bad rows
             }
         }
         // Keep the cache (images and pages, one folder) within its size limit, least recently used first.

@@ -2,11 +2,12 @@ import Foundation
 import MirrorImages
 import MirrorTransport
 
-/// `mirror urls`: downloads a list of image URLs into a folder, verified, deduplicated and resumable.
+/// `mirror urls`: downloads a table of image URLs (a text list, CSV, TSV or JSONL, gzip or not) into a folder,
+/// verified, deduplicated and resumable.
 ///
 /// Skips what the folder already has (by normalised URL, and by content once downloaded), names each
 /// file after its URL's last path segment (sanitised, with a short hash when names clash) and writes
-/// `manifest.jsonl`.
+/// `manifest.jsonl`, each record keyed by its row. Bad rows are counted and reported with their place.
 public struct URLListJob: Sendable {
     /// Settings of a run.
     public struct Configuration: Sendable {
@@ -24,7 +25,7 @@ public struct URLListJob: Sendable {
 
     /// What a run did.
     public struct Summary: Sendable, Hashable, Codable {
-        /// Distinct URLs in the list.
+        /// Rows of the table that gave a URL.
         public var total = 0
         /// Images saved by this run.
         public var saved = 0
@@ -36,8 +37,8 @@ public struct URLListJob: Sendable {
         public var failed = 0
         /// Failures by reason (`http-404`, `not-image-html`, `truncated`, …).
         public var failures: [String: Int] = [:]
-        /// Lines that were not URLs.
-        public var invalidLines = 0
+        /// Rows that gave no URL (none, not http(s), a line that does not parse).
+        public var invalidRows = 0
         /// Bytes of the images saved.
         public var bytes: Int64 = 0
         /// Images served from the cache.
@@ -55,6 +56,8 @@ public struct URLListJob: Sendable {
         case duplicate(URL, of: String)
         case failed(URL, DownloadError)
         case retrying(URL, attempt: Int, delay: Duration, reason: String)
+        /// A row that gave no URL: where it is (`row 14`) and why.
+        case invalid(place: String, reason: String)
     }
 
     public let configuration: Configuration
@@ -66,31 +69,34 @@ public struct URLListJob: Sendable {
     /// Runs the list to the end (or until the task is cancelled).
     ///
     /// - Throws: `FolderLock.Held` if another run holds the folder, `FileError` if it cannot be used or
-    ///   stops taking images (full, read-only): what was saved until then stays saved.
-    public func run(_ list: URLList, onEvent: @escaping @Sendable (Event) -> Void = { _ in }) async throws -> Summary {
+    ///   stops taking images (full, read-only), ``TableError`` if the table stops being readable: what was saved
+    ///   until then stays saved.
+    public func run(_ table: TableSource, onEvent: @escaping @Sendable (Event) -> Void = { _ in }) async throws -> Summary {
         let started = ContinuousClock.now
         let folder = try OutputFolder(directory: configuration.directory)
         let sink = FolderSink(folder: folder, isSyncEnabled: configuration.isSyncEnabled)
         var pipeline = Pipeline.Configuration()
         pipeline.downloads = configuration.downloads
-        let report = await Pipeline(configuration: pipeline).run(from: URLListSource(list), into: sink) { event in
+        let report = await Pipeline(configuration: pipeline).run(from: table, into: sink) { event in
             switch event {
             case let .saved(record, _, source): onEvent(.saved(record, source: source))
             case let .alreadySaved(candidate): onEvent(.skipped(candidate.url))
             case let .duplicate(candidate, existing): onEvent(.duplicate(candidate.url, of: existing ?? candidate.url.absoluteString))
             case let .failed(candidate, error): onEvent(.failed(candidate.url, error))
             case let .retrying(url, attempt, delay, reason): onEvent(.retrying(url, attempt: attempt, delay: delay, reason: reason))
+            case let .invalid(candidate, reason): onEvent(.invalid(place: candidate.place ?? "a row", reason: reason))
             case .filtered, .notice: break
             }
         }
         // Keep the cache within its size limit (least recently used first); cheap when under it.
         configuration.downloads.cache?.sweep()
         if let error = report.fatal, !report.interrupted { throw error }
+        if let error = report.sourceError, !report.interrupted { throw error }
 
         let tally = report.tally
         var summary = Summary()
-        summary.total = list.urls.count
-        summary.invalidLines = list.invalidLines.count
+        summary.total = tally.saved + tally.alreadySaved + tally.duplicates + tally.failed + tally.filtered + tally.skipped
+        summary.invalidRows = tally.invalid
         summary.saved = tally.saved
         summary.skipped = tally.alreadySaved
         summary.duplicates = tally.duplicates

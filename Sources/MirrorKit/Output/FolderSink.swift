@@ -35,7 +35,7 @@ public final class FolderSink: ImageSink {
 
     public var stagingDirectory: URL { folder.directory }
 
-    public func contains(normalizedURL: String) -> Bool {
+    public func contains(normalizedURL: String, provenance: ImageProvenance) -> Bool {
         folder.contains(normalizedURL: normalizedURL)
     }
 
@@ -61,8 +61,19 @@ public final class FolderSink: ImageSink {
         }
     }
 
-    public func recordFailure(url: URL, provider: String?, reason: String, isTransient: Bool) {
-        try? store?.recordFailure(url: url, provider: provider, reason: reason, isTransient: isTransient)
+    public func settle(url: URL, provenance: ImageProvenance, as outcome: SettledOutcome) {
+        guard let store else { return }
+        let provider = provenance.provider
+        switch outcome {
+        case let .failed(reason, _, isTransient):
+            try? store.recordFailure(url: url, provider: provider, reason: reason, isTransient: isTransient)
+        case .filtered:
+            try? store.recordFailure(url: url, provider: provider, reason: "filtered", isTransient: false)
+        case let .refused(reason, _):
+            try? store.recordFailure(url: url, provider: provider, reason: reason, isTransient: false)
+        case .invalid, .duplicate:
+            break
+        }
     }
 
     public var publishedCount: Int { committer.admittedCount }
@@ -79,7 +90,8 @@ extension ManifestRecord {
             file: file, url: image.url.absoluteString, pageURL: provenance.pageURL, provider: provenance.provider,
             id: provenance.id, title: provenance.title, creator: provenance.creator, license: provenance.license,
             licenseURL: provenance.licenseURL, width: image.info.width, height: image.info.height, bytes: image.bytes,
-            sha256: image.sha256, format: image.info.format.rawValue, query: provenance.query, fetchedAt: image.fetchedAt
+            sha256: image.sha256, format: image.info.format.rawValue, query: provenance.query, fetchedAt: image.fetchedAt,
+            key: provenance.key, caption: provenance.caption, label: provenance.label, columns: provenance.columns
         )
     }
 }

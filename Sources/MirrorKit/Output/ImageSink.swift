@@ -20,11 +20,20 @@ public struct ImageProvenance: Sendable, Hashable {
     public var licenseURL: String?
     /// The search query that found it.
     public var query: String?
+    /// The table row it came from (``TableRow/key``), or `nil`.
+    public var key: String?
+    /// The row's caption, or `nil`.
+    public var caption: String?
+    /// Its class (the query of a `--queries` run), or `nil`.
+    public var label: String?
+    /// Columns carried from the table (`--keep-cols`).
+    public var columns: [KeptColumn] = []
 
     /// Creates provenance; every field defaults to `nil`.
     public init(
         provider: String? = nil, id: String? = nil, title: String? = nil, pageURL: String? = nil, creator: String? = nil,
-        license: String? = nil, licenseURL: String? = nil, query: String? = nil
+        license: String? = nil, licenseURL: String? = nil, query: String? = nil, key: String? = nil, caption: String? = nil,
+        label: String? = nil, columns: [KeptColumn] = []
     ) {
         self.provider = provider
         self.id = id
@@ -34,6 +43,10 @@ public struct ImageProvenance: Sendable, Hashable {
         self.license = license
         self.licenseURL = licenseURL
         self.query = query
+        self.key = key
+        self.caption = caption
+        self.label = label
+        self.columns = columns
     }
 }
 
@@ -49,6 +62,42 @@ public enum PublishOutcome: Sendable, Equatable {
     case failed(FileError)
 }
 
+/// How a candidate ended without a published image.
+public enum SettledOutcome: Sendable, Hashable {
+    /// The row gave no URL.
+    case invalid(String)
+    /// The download gave no image; `reason` is its key (`http-404`, …).
+    case failed(reason: String, message: String, isTransient: Bool)
+    /// A valid image that a filter turned away.
+    case filtered(String)
+    /// The image's response or its host's robots.txt says not to take it (`opted_out`, `disallowed`).
+    case refused(reason: String, message: String)
+    /// The URL came up earlier in this run, or the same bytes are already saved (`of` names them).
+    case duplicate(of: String?)
+
+    /// The status a record names it by.
+    public var status: String {
+        switch self {
+        case .invalid: "invalid"
+        case .failed: "failed"
+        case .filtered: "filtered"
+        case let .refused(reason, _): reason
+        case .duplicate: "duplicate"
+        }
+    }
+
+    /// Why, in a few words, or `nil` for a duplicate.
+    public var message: String? {
+        switch self {
+        case let .invalid(reason): reason
+        case let .failed(_, message, _): message
+        case let .filtered(reason): reason
+        case let .refused(_, message): message
+        case let .duplicate(existing): existing.map { "same image as \($0)" }
+        }
+    }
+}
+
 /// Where verified images end up: the folder today; WebDataset shards and object storage next.
 ///
 /// A sink publishes atomically (a reader never sees half an image), refuses bytes it already holds, never admits
@@ -59,16 +108,17 @@ public protocol ImageSink: Sendable {
     /// The folder downloads stream into: on the same file system as the destination, so publishing is a rename.
     var stagingDirectory: URL { get }
 
-    /// Whether the sink already holds an image downloaded from the URL whose normalised form
-    /// (`CacheKey(url:).normalizedURL`) this is.
-    func contains(normalizedURL: String) -> Bool
+    /// Whether the sink already holds the image whose URL's normalised form (`CacheKey(url:).normalizedURL`) is
+    /// `normalizedURL` and whose source says `provenance`: the folder tells by URL, shards by the row's key.
+    func contains(normalizedURL: String, provenance: ImageProvenance) -> Bool
 
     /// Publishes a verified image under a name made from `stem` (the temporary file is the sink's from now on:
     /// published or removed).
     func publish(_ image: VerifiedImage, stem: String, provenance: ImageProvenance) async -> PublishOutcome
 
-    /// Records, best effort, that the image at `url` gave no image and why, so a later run can skip it.
-    func recordFailure(url: URL, provider: String?, reason: String, isTransient: Bool)
+    /// Records, best effort, how the image at `url` ended without being published, so that a later run can skip it
+    /// (the folder keeps failures) and so that sinks that account for every row (shards) can close them.
+    func settle(url: URL, provenance: ImageProvenance, as outcome: SettledOutcome)
 
     /// Images this run has published.
     var publishedCount: Int { get }

@@ -40,6 +40,18 @@ public struct ManifestRecord: Codable, Sendable, Hashable {
     public var query: String?
     /// When its download finished (UTC).
     public var fetchedAt: Date
+    /// The table row it came from (its position, zero-padded: `000000042`), or `nil` for a search.
+    public var key: String?
+    /// The row's caption, or `nil`.
+    public var caption: String?
+    /// The class it belongs to (the query of a `--queries` run), or `nil`.
+    public var label: String?
+    /// The width as downloaded, before any resize; `nil` when the file is the download itself.
+    public var originalWidth: Int?
+    /// The height as downloaded, before any resize; `nil` when the file is the download itself.
+    public var originalHeight: Int?
+    /// Columns carried from the table (`--keep-cols`), written after the schema's fields under their own names.
+    public var columns: [KeptColumn] = []
 
     /// The manifest's fields, in the order every line holds them.
     enum CodingKeys: String, CodingKey, CaseIterable {
@@ -49,6 +61,9 @@ public struct ManifestRecord: Codable, Sendable, Hashable {
         case licenseURL = "license_url"
         case width, height, bytes, sha256, format, query
         case fetchedAt = "fetched_at"
+        case key, caption, label
+        case originalWidth = "original_width"
+        case originalHeight = "original_height"
     }
 
     /// One field of the schema: its key, its JSON type, whether it may be `null`, and what it means.
@@ -85,7 +100,15 @@ public struct ManifestRecord: Codable, Sendable, Hashable {
             Field(.format, type: .string, meaning: "the format sniffed from the bytes (`jpeg`, `png`, …)"),
             Field(.query, type: .string, nullWhen: "a URL list", meaning: "the search query that found it"),
             Field(.fetchedAt, type: .string, meaning: "when the download finished, ISO 8601 UTC"),
+            Field(.key, type: .string, nullWhen: "a search", meaning: "the table row it came from: its position from 0, nine digits (`000000042`)"),
+            Field(.caption, type: .string, nullWhen: "the row has none", meaning: "the row's caption column"),
+            Field(.label, type: .string, nullWhen: "not a `--queries` run", meaning: "its class: the query whose folder holds it"),
+            Field(.originalWidth, type: .integer, nullWhen: "not resized", meaning: "width as downloaded, before `--resize`"),
+            Field(.originalHeight, type: .integer, nullWhen: "not resized", meaning: "height as downloaded, before `--resize`"),
         ]
+
+        /// The names no `--keep-cols` column may take (they are the schema's).
+        public static var reservedNames: Set<String> { Set(all.map(\.key)) }
 
         init(_ key: CodingKeys, type: JSONType, nullWhen: String? = nil, meaning: String) {
             self.key = key.rawValue
@@ -98,7 +121,9 @@ public struct ManifestRecord: Codable, Sendable, Hashable {
     public init(
         file: String, url: String, pageURL: String? = nil, provider: String? = nil, id: String? = nil,
         title: String? = nil, creator: String? = nil, license: String? = nil, licenseURL: String? = nil,
-        width: Int, height: Int, bytes: Int64, sha256: String, format: String, query: String? = nil, fetchedAt: Date
+        width: Int, height: Int, bytes: Int64, sha256: String, format: String, query: String? = nil, fetchedAt: Date,
+        key: String? = nil, caption: String? = nil, label: String? = nil, originalWidth: Int? = nil, originalHeight: Int? = nil,
+        columns: [KeptColumn] = []
     ) {
         self.file = file
         self.url = url
@@ -116,6 +141,37 @@ public struct ManifestRecord: Codable, Sendable, Hashable {
         self.format = format
         self.query = query
         self.fetchedAt = fetchedAt
+        self.key = key
+        self.caption = caption
+        self.label = label
+        self.originalWidth = originalWidth
+        self.originalHeight = originalHeight
+        self.columns = columns
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        file = try container.decode(String.self, forKey: .file)
+        url = try container.decode(String.self, forKey: .url)
+        pageURL = try container.decodeIfPresent(String.self, forKey: .pageURL)
+        provider = try container.decodeIfPresent(String.self, forKey: .provider)
+        id = try container.decodeIfPresent(String.self, forKey: .id)
+        title = try container.decodeIfPresent(String.self, forKey: .title)
+        creator = try container.decodeIfPresent(String.self, forKey: .creator)
+        license = try container.decodeIfPresent(String.self, forKey: .license)
+        licenseURL = try container.decodeIfPresent(String.self, forKey: .licenseURL)
+        width = try container.decode(Int.self, forKey: .width)
+        height = try container.decode(Int.self, forKey: .height)
+        bytes = try container.decode(Int64.self, forKey: .bytes)
+        sha256 = try container.decode(String.self, forKey: .sha256)
+        format = try container.decode(String.self, forKey: .format)
+        query = try container.decodeIfPresent(String.self, forKey: .query)
+        fetchedAt = try container.decode(Date.self, forKey: .fetchedAt)
+        key = try container.decodeIfPresent(String.self, forKey: .key)
+        caption = try container.decodeIfPresent(String.self, forKey: .caption)
+        label = try container.decodeIfPresent(String.self, forKey: .label)
+        originalWidth = try container.decodeIfPresent(Int.self, forKey: .originalWidth)
+        originalHeight = try container.decodeIfPresent(Int.self, forKey: .originalHeight)
     }
 
     /// Encodes every field, unknown ones as `null` (the synthesized encoder would leave them out).
@@ -137,26 +193,35 @@ public struct ManifestRecord: Codable, Sendable, Hashable {
         try container.encode(format, forKey: .format)
         try container.encode(query, forKey: .query)
         try container.encode(fetchedAt, forKey: .fetchedAt)
+        try container.encode(key, forKey: .key)
+        try container.encode(caption, forKey: .caption)
+        try container.encode(label, forKey: .label)
+        try container.encode(originalWidth, forKey: .originalWidth)
+        try container.encode(originalHeight, forKey: .originalHeight)
+    }
+
+    /// A string as JSON text (`null` for `nil`).
+    static func jsonText(_ value: String?) throws -> String {
+        guard let value else { return "null" }
+        // Most values need no escaping at all (no quote, backslash or control character): quoted as they are,
+        // which is what JSONEncoder writes for them too, at a fraction of its cost (measured: encoding every
+        // field through JSONEncoder was 7 % of `mirror urls`'s user time).
+        if value.utf8.allSatisfy({ $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
+            return "\"" + value + "\""
+        }
+        return String(decoding: try encoder.encode(value), as: UTF8.self)
     }
 
     /// The record's values as JSON text, in ``CodingKeys`` order.
     private func fragments() throws -> [String] {
-        let encoder = Self.encoder
-        func string(_ value: String?) throws -> String {
-            guard let value else { return "null" }
-            // Most values need no escaping at all (no quote, backslash or control character): quoted as they are,
-            // which is what JSONEncoder writes for them too, at a fraction of its cost (measured: encoding every
-            // field through JSONEncoder was 7 % of `mirror urls`'s user time).
-            if value.utf8.allSatisfy({ $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
-                return "\"" + value + "\""
-            }
-            return String(decoding: try encoder.encode(value), as: UTF8.self)
-        }
+        let string = Self.jsonText
         return [
             try string(file), try string(url), try string(pageURL), try string(provider), try string(id), try string(title),
             try string(creator), try string(license), try string(licenseURL), String(width), String(height),
             String(bytes), try string(sha256), try string(format), try string(query),
             "\"" + fetchedAt.formatted(Self.timestamp) + "\"",
+            try string(key), try string(caption), try string(label), originalWidth.map(String.init) ?? "null",
+            originalHeight.map(String.init) ?? "null",
         ]
     }
 
@@ -173,6 +238,9 @@ public struct ManifestRecord: Codable, Sendable, Hashable {
         for (index, (key, value)) in zip(CodingKeys.allCases, try fragments()).enumerated() {
             if index > 0 { line += "," }
             line += "\"" + key.rawValue + "\":" + value
+        }
+        for column in columns {
+            line += "," + (try Self.jsonText(column.name)) + ":" + column.json
         }
         line += "}\n"
         return Data(line.utf8)
@@ -196,4 +264,17 @@ public struct ManifestRecord: Codable, Sendable, Hashable {
         decoder.dateDecodingStrategy = .iso8601
         return decoder
     }()
+}
+
+/// A column carried from the table into each record (`--keep-cols`): its name and its value as JSON text.
+public struct KeptColumn: Sendable, Hashable {
+    /// The column's name.
+    public var name: String
+    /// Its value as JSON text: a CSV field is a JSON string, a JSONL value is written as it was; `null` when absent.
+    public var json: String
+
+    public init(name: String, json: String) {
+        self.name = name
+        self.json = json
+    }
 }

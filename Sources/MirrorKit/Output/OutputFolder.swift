@@ -222,20 +222,3 @@ extension ManifestRecord {
         return last != 0x0A
     }
 }
-
-/// A 128-bit fingerprint of a string: two SipHash values (the process's random key, two different salts).
-private struct Fingerprint: Hashable {
-    let high: Int
-    let low: Int
-
-    init(_ text: String) {
-        var first = Hasher()
-        first.combine(0x6D69_7272_6F72_0001 as UInt64)
-        first.combine(text)
-        var second = Hasher()
-        second.combine(0x6D69_7272_6F72_0002 as UInt64)
-        second.combine(text)
-        high = first.finalize()
-        low = second.finalize()
-    }
-}

@@ -55,6 +55,8 @@ public struct Pipeline: Sendable {
         case duplicate(Candidate, of: String?)
         /// A valid image the filter turned away (or the source's report of it did, before any download).
         case filtered(Candidate, String)
+        /// The source's row gives no URL (``Candidate/problem``); nothing was fetched.
+        case invalid(Candidate, String)
         /// The download gave no image.
         case failed(Candidate, DownloadError)
         /// An attempt failed and another follows after `delay`.
@@ -73,6 +75,8 @@ public struct Pipeline: Sendable {
         public var duplicates = 0
         /// Valid images the filter turned away.
         public var filtered = 0
+        /// Rows of the source that gave no URL.
+        public var invalid = 0
         /// Candidates passed over because they failed for good on an earlier run.
         public var skipped = 0
         /// Downloads that gave no image.
@@ -129,7 +133,7 @@ public struct Pipeline: Sendable {
         await withTaskCancellationHandler {
             await withTaskGroup(of: Void.self) { group in
                 var inFlight = 0
-                var seen = Set<String>()
+                var seen = Set<Fingerprint>()
                 while !Task.isCancelled, !run.hasFailedFatally {
                     if let target = configuration.target, sink.publishedCount >= target { break }
                     if !exhausted, sourceError == nil, run.hasRoom(inFlight: inFlight) {
@@ -214,15 +218,22 @@ extension Pipeline {
         }
 
         /// Admission: whether `candidate` goes on to be downloaded; reports why not.
-        func admit(_ candidate: Candidate, seen: inout Set<String>) -> Bool {
+        func admit(_ candidate: Candidate, seen: inout Set<Fingerprint>) -> Bool {
+            if let problem = candidate.problem {
+                tally.withLock { $0.invalid += 1 }
+                sink.settle(url: candidate.url, provenance: candidate.provenance, as: .invalid(problem))
+                onEvent(.invalid(candidate, problem))
+                return false
+            }
             let key = CacheKey(url: candidate.url).normalizedURL
-            if sink.contains(normalizedURL: key) {
+            if sink.contains(normalizedURL: key, provenance: candidate.provenance) {
                 tally.withLock { $0.alreadySaved += 1 }
                 onEvent(.alreadySaved(candidate))
                 return false
             }
-            if !source.yieldsDistinctURLs, !seen.insert(key).inserted {
+            if !source.yieldsDistinctURLs, !seen.insert(Fingerprint(key)).inserted {
                 tally.withLock { $0.duplicates += 1 }
+                sink.settle(url: candidate.url, provenance: candidate.provenance, as: .duplicate(of: nil))
                 onEvent(.duplicate(candidate, of: nil))
                 return false
             }
@@ -232,6 +243,7 @@ extension Pipeline {
             }
             if let reason = pipeline.earlyRejection(candidate) {
                 tally.withLock { $0.filtered += 1 }
+                sink.settle(url: candidate.url, provenance: candidate.provenance, as: .filtered(reason))
                 onEvent(.filtered(candidate, reason))
                 return false
             }
@@ -247,20 +259,19 @@ extension Pipeline {
         /// Whether the download ended without a loss (published, cancelled as surplus, or not admitted).
         private func downloadAndPublish(_ candidate: Candidate) async -> Bool {
             let request = DownloadRequest(url: candidate.url, directory: sink.stagingDirectory, filter: configuration.filter)
-            let provider = candidate.provenance.provider
             switch await manager.download(request) {
             case .failure(.cancelled):
                 return true
             case let .failure(.filtered(reason)):
                 tally.withLock { $0.filtered += 1 }
-                sink.recordFailure(url: candidate.url, provider: provider, reason: "filtered", isTransient: false)
+                sink.settle(url: candidate.url, provenance: candidate.provenance, as: .filtered(reason))
                 onEvent(.filtered(candidate, reason))
             case let .failure(error):
                 if case let .filesystem(fileError) = error, fileError.isFatal {
                     // The sink cannot take the image: no other image will fare better, so the run stops.
                     stop(fileError)
                 } else {
-                    sink.recordFailure(url: candidate.url, provider: provider, reason: error.reasonKey, isTransient: error.isTransient)
+                    sink.settle(url: candidate.url, provenance: candidate.provenance, as: .failed(reason: error.reasonKey, message: error.description, isTransient: error.isTransient))
                 }
                 tally.withLock {
                     $0.failed += 1
@@ -287,6 +298,7 @@ extension Pipeline {
                     return true
                 case let .duplicate(existing):
                     tally.withLock { $0.duplicates += 1 }
+                    sink.settle(url: candidate.url, provenance: candidate.provenance, as: .duplicate(of: existing))
                     onEvent(.duplicate(candidate, of: existing))
                 case .notAdmitted:
                     return true

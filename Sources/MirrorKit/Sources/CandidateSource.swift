@@ -16,11 +16,17 @@ public struct Candidate: Sendable, Hashable {
     public var reportedHeight: Int?
     /// The MIME type the source reports; `nil` when unknown.
     public var reportedMIMEType: String?
+    /// Why the source's row gives no URL to fetch (a table's bad row), or `nil`: such a candidate is counted and
+    /// reported, never downloaded.
+    public var problem: String?
+    /// Where the source found it (`row 14`, `line 3`), for messages; `nil` for a search result.
+    public var place: String?
 
     /// Creates a candidate; the reported dimensions and type default to unknown.
     public init(
         url: URL, stem: String, provenance: ImageProvenance = ImageProvenance(), result: ImageResult? = nil,
-        reportedWidth: Int? = nil, reportedHeight: Int? = nil, reportedMIMEType: String? = nil
+        reportedWidth: Int? = nil, reportedHeight: Int? = nil, reportedMIMEType: String? = nil, problem: String? = nil,
+        place: String? = nil
     ) {
         self.url = url
         self.stem = stem
@@ -29,6 +35,8 @@ public struct Candidate: Sendable, Hashable {
         self.reportedWidth = reportedWidth
         self.reportedHeight = reportedHeight
         self.reportedMIMEType = reportedMIMEType
+        self.problem = problem
+        self.place = place
     }
 }
 

@@ -45,3 +45,20 @@ extension Sequence<UInt8> {
         return String(decoding: out, as: UTF8.self)
     }
 }
+
+/// A 128-bit fingerprint of a string: two SipHash values (the process's random key, two different salts).
+struct Fingerprint: Hashable {
+    let high: Int
+    let low: Int
+
+    init(_ text: String) {
+        var first = Hasher()
+        first.combine(0x6D69_7272_6F72_0001 as UInt64)
+        first.combine(text)
+        var second = Hasher()
+        second.combine(0x6D69_7272_6F72_0002 as UInt64)
+        second.combine(text)
+        high = first.finalize()
+        low = second.finalize()
+    }
+}

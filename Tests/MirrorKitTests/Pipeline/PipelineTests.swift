@@ -106,7 +106,7 @@ final class MemorySink: ImageSink {
         urls.withLock { $0 = Set(preloaded.map { CacheKey(url: $0).normalizedURL }) }
     }
 
-    func contains(normalizedURL: String) -> Bool {
+    func contains(normalizedURL: String, provenance: ImageProvenance) -> Bool {
         urls.withLock { $0.contains(normalizedURL) }
     }
 
@@ -123,7 +123,12 @@ final class MemorySink: ImageSink {
         }
     }
 
-    func recordFailure(url: URL, provider: String?, reason: String, isTransient: Bool) {}
+    /// How each candidate that published nothing ended, by URL.
+    let settled = Locked<[String: SettledOutcome]>([:])
+
+    func settle(url: URL, provenance: ImageProvenance, as outcome: SettledOutcome) {
+        settled.withLock { $0[url.absoluteString] = outcome }
+    }
 
     var publishedCount: Int { held.withLock { $0.count } }
 

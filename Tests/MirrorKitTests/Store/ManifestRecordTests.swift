@@ -19,7 +19,7 @@ struct ManifestRecordTests {
     @Test func theSchemaListsTheCodingKeysInOrder() {
         #expect(ManifestRecord.Field.all.map(\.key) == ManifestRecord.CodingKeys.allCases.map(\.rawValue))
         // Exactly the optional properties may be null
-        #expect(ManifestRecord.Field.all.filter { $0.nullWhen != nil }.map(\.key) == ["page_url", "provider", "id", "title", "creator", "license", "license_url", "query"])
+        #expect(ManifestRecord.Field.all.filter { $0.nullWhen != nil }.map(\.key) == ["page_url", "provider", "id", "title", "creator", "license", "license_url", "query", "key", "caption", "label", "original_width", "original_height"])
     }
 
     @Test func aLineHoldsEveryKeyInOrderAndNullForTheUnknown() throws {
@@ -42,7 +42,7 @@ struct ManifestRecordTests {
         }
         let unknownLine = String(decoding: try unknown.jsonLine(), as: UTF8.self)
         #expect(unknownLine.contains(#""provider":null,"id":null,"title":null,"creator":null,"license":null,"license_url":null"#))
-        #expect(unknownLine.contains(#""query":null,"fetched_at":"1970-01-01T00:00:00Z"}"#))
+        #expect(unknownLine.contains(#""query":null,"fetched_at":"1970-01-01T00:00:00Z","key":null,"caption":null,"label":null,"original_width":null,"original_height":null}"#))
         // Strings are escaped by JSONEncoder, slashes left alone
         let knownLine = String(decoding: try known.jsonLine(), as: UTF8.self)
         #expect(knownLine.contains(#""title":"A \"quoted\" <title>\n""#))
@@ -61,7 +61,23 @@ struct ManifestRecordTests {
 
         // Then each is exactly JSONEncoder's text for it
         #expect(line.contains("\"title\":" + String(decoding: try encoder.encode(record.title), as: UTF8.self) + ","))
-        #expect(line.contains("\"fetched_at\":" + String(decoding: try encoder.encode(record.fetchedAt), as: UTF8.self) + "}"))
+        #expect(line.contains("\"fetched_at\":" + String(decoding: try encoder.encode(record.fetchedAt), as: UTF8.self) + ","))
+    }
+
+    @Test func keptColumnsFollowTheSchemaUnderTheirOwnNames() throws {
+        // Given a table row's record with a caption and two kept columns, one a JSON number
+        var record = unknown
+        record.key = "000000042"
+        record.caption = "a \"cat\""
+        record.columns = [KeptColumn(name: "w", json: "640"), KeptColumn(name: "source", json: #""web""#)]
+        let line = String(decoding: try record.jsonLine(), as: UTF8.self)
+
+        // Then the columns come last, as written, and the line is one JSON object with every field
+        #expect(line.hasSuffix(#""original_height":null,"w":640,"source":"web"}"# + "\n"))
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        #expect(object["caption"] as? String == "a \"cat\"")
+        #expect(object["key"] as? String == "000000042")
+        #expect(object.count == ManifestRecord.Field.all.count + 2)
     }
 
     @Test func theREADMEDocumentsEveryField() throws {

@@ -149,7 +149,7 @@ struct OutputFolderTests {
         configuration.downloads.retry = RetryPolicy(maximumRetries: 1, baseDelay: .milliseconds(5), maximumDelay: .milliseconds(10))
 
         // When the list runs
-        let summary = try await URLListJob(configuration: configuration).run(URLList(parsing: lines.joined(separator: "\n")))
+        let summary = try await URLListJob(configuration: configuration).run(try urlTable(lines))
 
         // Then exactly the good images are saved, each valid, and nothing else is left
         #expect(summary.saved == 1800)
@@ -168,7 +168,7 @@ struct OutputFolderTests {
 
         // And a second run downloads no image again
         server.resetCounters()
-        let again = try await URLListJob(configuration: configuration).run(URLList(parsing: lines.joined(separator: "\n")))
+        let again = try await URLListJob(configuration: configuration).run(try urlTable(lines))
         #expect(again.saved == 0)
         #expect(again.skipped == 1800)
         #expect(server.requests.allSatisfy { request in
@@ -194,11 +194,19 @@ struct OutputFolderTests {
         configuration.isSyncEnabled = false
 
         // When the list runs through the cache
-        let summary = try await URLListJob(configuration: configuration).run(URLList(parsing: lines.joined(separator: "\n")))
+        let summary = try await URLListJob(configuration: configuration).run(try urlTable(lines))
 
         // Then all are saved, and the cache was swept back under its limit at the end
         #expect(summary.saved == 40)
         #expect(cache.stats().bytes <= 70_000)
         #expect(cache.stats().entries > 0)
     }
+}
+
+/// A text table of `lines` (one URL each), written to a temporary file and opened as a pipeline source.
+func urlTable(_ lines: [String]) throws -> TableSource {
+    let file = FileManager.default.temporaryDirectory.appendingPathComponent("mirror-table-\(UUID().uuidString).txt")
+    try lines.joined(separator: "\n").write(to: file, atomically: true, encoding: .utf8)
+    defer { try? FileManager.default.removeItem(at: file) }  // the reader keeps its descriptor open
+    return TableSource(try TableReader(path: file.path))
 }

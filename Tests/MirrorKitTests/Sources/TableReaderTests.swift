@@ -1,0 +1,166 @@
+import Foundation
+@testable import MirrorKit
+import Testing
+
+/// Tables of URLs: text, CSV, TSV and JSONL, gzip or not, read row by row with bad rows reported in place.
+@Suite("Table reader")
+struct TableReaderTests {
+    private let folder = TemporaryDirectory()
+
+    private func write(_ text: String, as name: String, gzip: Bool = false) throws -> String {
+        let file = folder.url.appendingPathComponent(name)
+        try Data(text.utf8).write(to: file)
+        guard gzip else { return file.path }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/gzip")
+        process.arguments = ["-f", file.path]
+        try process.run()
+        process.waitUntilExit()
+        return file.path + ".gz"
+    }
+
+    private func rows(_ path: String, format: TableFormat? = nil, columns: TableColumns = TableColumns()) throws -> [TableRow] {
+        let reader = try TableReader(path: path, format: format, columns: columns)
+        var rows: [TableRow] = []
+        while let row = try reader.next() { rows.append(row) }
+        return rows
+    }
+
+    private static let csv = #"""
+        url,caption,width,note
+        https://a.test/1.jpg,"a cat, sitting",640,x
+        https://a.test/2.jpg,"two
+        lines, ""quoted""",480,y
+
+        ftp://a.test/3.jpg,bad scheme,1,z
+        ,no url,2,w
+        https://a.test/4.jpg,,3
+        """#
+
+    @Test func csvRowsKeepTheirPositionCaptionAndColumns() throws {
+        // Given a CSV with quoted fields, a field spanning two lines, a blank line and two bad rows
+        let path = try write(Self.csv, as: "t.csv")
+
+        // When it is read keeping two columns
+        let rows = try rows(path, columns: TableColumns(keep: ["width", "note"]))
+
+        // Then every data row is there in order, keyed by position, the bad ones with their reason and place
+        #expect(rows.map(\.position) == [0, 1, 2, 3, 4])
+        #expect(rows.map(\.key) == ["000000000", "000000001", "000000002", "000000003", "000000004"])
+        #expect(try rows[0].url.get().absoluteString == "https://a.test/1.jpg")
+        #expect(rows[0].caption == "a cat, sitting")
+        #expect(rows[1].caption == "two\nlines, \"quoted\"")
+        #expect(rows[0].columns == [KeptColumn(name: "width", json: #""640""#), KeptColumn(name: "note", json: #""x""#)])
+        #expect(rows[2].place == "row 3")
+        #expect(throws: TableRow.Problem.self) { try rows[2].url.get() }
+        guard case let .failure(scheme) = rows[2].url, case let .failure(empty) = rows[3].url else {
+            Issue.record("rows 3 and 4 should be bad")
+            return
+        }
+        #expect(scheme.reason == "not an http(s) URL: ftp://a.test/3.jpg")
+        #expect(empty.reason == "no URL")
+        // A short row reads its missing columns as null
+        #expect(rows[4].columns.last == KeptColumn(name: "note", json: "null"))
+        #expect(rows[4].caption == "")
+    }
+
+    @Test func gzipIsReadByContentWhateverTheName() throws {
+        // Given the same CSV gzipped, named .csv.gz
+        let path = try write(Self.csv, as: "t.csv", gzip: true)
+
+        // Then it reads as the plain one does
+        let plain = try rows(try write(Self.csv, as: "plain.csv"))
+        let reader = try TableReader(path: path)
+        #expect(reader.isGzip)
+        #expect(reader.format == .csv)
+        var gzipped: [TableRow] = []
+        while let row = try reader.next() { gzipped.append(row) }
+        #expect(gzipped == plain)
+    }
+
+    @Test func aLargeGzipTableStreamsInChunks() throws {
+        // Given 50,000 JSONL rows gzipped (several MB of text, many 256 KiB chunks either side of the inflater)
+        var text = ""
+        for index in 0..<50_000 { text += #"{"url":"https://h\#(index % 7).test/\#(index).png","caption":"image number \#(index) of many"}"# + "\n" }
+        let path = try write(text, as: "big.jsonl", gzip: true)
+
+        // Then every row arrives once, in order, none cut at a chunk boundary
+        let reader = try TableReader(path: path)
+        var count = 0
+        while let row = try reader.next() {
+            #expect(try row.url.get().lastPathComponent == "\(count).png")
+            #expect(row.caption == "image number \(count) of many")
+            count += 1
+        }
+        #expect(count == 50_000)
+    }
+
+    @Test func jsonlRowsKeepTypedColumnsAndReportLinesThatDoNotParse() throws {
+        // Given JSONL with a number, a nested value, a line that is not JSON and one without a URL
+        let path = try write("""
+            {"url": "https://a.test/1.png", "caption": "one", "score": 0.5, "tags": ["a", "b"]}
+            {not json
+            {"caption": "no url"}
+
+            {"url": 7}
+            {"url": "https://a.test/2.png", "text": "two"}
+            """, as: "t.jsonl")
+
+        // When read with a caption column named text for the last row, keeping score and tags
+        let rows = try rows(path, columns: TableColumns(keep: ["score", "tags"]))
+
+        // Then the values keep their JSON types and the bad lines their line numbers
+        #expect(rows.count == 5)
+        #expect(rows[0].columns == [KeptColumn(name: "score", json: "0.5"), KeptColumn(name: "tags", json: #"["a","b"]"#)])
+        #expect(rows[1].place == "line 2")
+        #expect(rows[2].place == "line 3")
+        #expect(rows[3].place == "line 5")
+        guard case let .failure(notJSON) = rows[1].url, case let .failure(noURL) = rows[2].url, case let .failure(notString) = rows[3].url else {
+            Issue.record("lines 2, 3 and 5 should be bad")
+            return
+        }
+        #expect(notJSON.reason.hasPrefix("not a JSON object"))
+        #expect(noURL.reason == #"no "url" field"#)
+        #expect(notString.reason == #""url" is not a string"#)
+        #expect(rows[4].position == 4)
+        #expect(rows[4].columns == [KeptColumn(name: "score", json: "null"), KeptColumn(name: "tags", json: "null")])
+    }
+
+    @Test func tsvAndTextLists() throws {
+        let tsv = try write("link\ttext\r\nhttps://a.test/1.png\thello world\r\n", as: "t.tsv")
+        let tsvRows = try rows(tsv, columns: TableColumns(url: "link", caption: "text"))
+        #expect(tsvRows.count == 1)
+        #expect(tsvRows.first?.caption == "hello world")
+
+        let text = try write("# a comment\n\nhttps://a.test/1.png trailing words\r\nnot a url\nhttps://a.test/2.png", as: "list")
+        let textRows = try rows(text)
+        #expect(textRows.map(\.position) == [0, 1, 2])
+        #expect(try textRows[0].url.get().absoluteString == "https://a.test/1.png")
+        #expect(textRows[1].place == "line 4")
+        #expect(try textRows[2].url.get().absoluteString == "https://a.test/2.png")
+    }
+
+    @Test func aMissingColumnOrFileIsOneClearError() throws {
+        let path = try write("link,caption\nhttps://a.test/1.png,x\n", as: "t.csv")
+        #expect(throws: TableError.missingColumn(option: "--url-col", name: "url", columns: ["link", "caption"])) {
+            try TableReader(path: path)
+        }
+        #expect(throws: TableError.missingColumn(option: "--keep-cols", name: "nope", columns: ["link", "caption"])) {
+            try TableReader(path: path, columns: TableColumns(url: "link", keep: ["nope"]))
+        }
+        let missing = TableError.missingColumn(option: "--url-col", name: "url", columns: ["link", "caption"])
+        #expect(missing.description == #"the table has no column "url"; name its column with --url-col (its columns: link, caption)"#)
+        #expect(throws: TableError.self) { try TableReader(path: folder.url.appendingPathComponent("absent.csv").path) }
+        let empty = try write("", as: "empty.csv")
+        #expect(throws: TableError.self) { try TableReader(path: empty) }
+    }
+
+    @Test func formatsComeFromTheName() {
+        #expect(TableFormat(fileName: "urls.CSV.gz") == .csv)
+        #expect(TableFormat(fileName: "a.b.tsv") == .tsv)
+        #expect(TableFormat(fileName: "x.jsonl.gz") == .jsonl)
+        #expect(TableFormat(fileName: "x.txt") == .txt)
+        #expect(TableFormat(fileName: "-") == nil)
+        #expect(TableFormat(fileName: "data.parquet") == nil)
+    }
+}
