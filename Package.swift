@@ -23,6 +23,12 @@ let package = Package(
             pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"]), .brew(["curl"])]
         ),
+        // libarchive, for WebDataset's tar shards.
+        .systemLibrary(
+            name: "CArchive",
+            pkgConfig: "libarchive",
+            providers: [.apt(["libarchive-dev"]), .brew(["libarchive"])]
+        ),
         // HTTP over libcurl: one multi-driver thread, transfers, responses, typed errors.
         .target(name: "MirrorTransport", dependencies: ["CCurl"]),
         // Image bytes: format sniffing, header dimensions, completeness. No dependencies, so it can be fuzzed alone.
@@ -32,6 +38,7 @@ let package = Package(
             dependencies: [
                 "MirrorTransport",
                 "MirrorImages",
+                "CArchive",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "CSV", package: "CSV.swift"),

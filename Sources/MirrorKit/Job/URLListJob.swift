@@ -17,10 +17,20 @@ public struct URLListJob: Sendable {
         public var downloads = DownloadManager.Configuration()
         /// Whether saved files are fsynced before they are published. Default true.
         public var isSyncEnabled = true
+        /// What the images are written as. Default a folder.
+        public var format: OutputFormat = .folder
 
         public init(directory: URL) {
             self.directory = directory
         }
+    }
+
+    /// What the images are written as.
+    public enum OutputFormat: Sendable, Hashable {
+        /// Files in the folder, with `manifest.jsonl`.
+        case folder
+        /// WebDataset tar shards of `shardSize` rows, with their records and stats (``ShardSink``).
+        case webDataset(shardSize: Int)
     }
 
     /// What a run did.
@@ -47,6 +57,10 @@ public struct URLListJob: Sendable {
         public var seconds: Double = 0
         /// Whether any failure may succeed on a later run (network, server errors).
         public var hasTransientFailures = false
+        /// WebDataset shards complete in the folder (this run's and earlier ones'), or `nil` for a folder.
+        public var shards: Int?
+        /// WebDataset shards this run wrote, or `nil` for a folder.
+        public var shardsWritten: Int?
     }
 
     /// Progress of a run.
@@ -73,8 +87,15 @@ public struct URLListJob: Sendable {
     ///   until then stays saved.
     public func run(_ table: TableSource, onEvent: @escaping @Sendable (Event) -> Void = { _ in }) async throws -> Summary {
         let started = ContinuousClock.now
-        let folder = try OutputFolder(directory: configuration.directory)
-        let sink = FolderSink(folder: folder, isSyncEnabled: configuration.isSyncEnabled)
+        let sink: any ImageSink
+        switch configuration.format {
+        case .folder:
+            sink = FolderSink(folder: try OutputFolder(directory: configuration.directory), isSyncEnabled: configuration.isSyncEnabled)
+        case let .webDataset(shardSize):
+            var shards = ShardSink.Configuration(directory: configuration.directory, shardSize: shardSize)
+            shards.isSyncEnabled = configuration.isSyncEnabled
+            sink = try ShardSink(configuration: shards)
+        }
         var pipeline = Pipeline.Configuration()
         pipeline.downloads = configuration.downloads
         let report = await Pipeline(configuration: pipeline).run(from: table, into: sink) { event in
@@ -92,6 +113,8 @@ public struct URLListJob: Sendable {
         configuration.downloads.cache?.sweep()
         if let error = report.fatal, !report.interrupted { throw error }
         if let error = report.sourceError, !report.interrupted { throw error }
+        let shardSink = sink as? ShardSink
+        if let error = shardSink?.writeFailure { throw error }
 
         let tally = report.tally
         var summary = Summary()
@@ -105,6 +128,8 @@ public struct URLListJob: Sendable {
         summary.bytes = tally.bytes
         summary.cacheHits = tally.cacheHits
         summary.hasTransientFailures = tally.hasTransientFailures
+        summary.shards = shardSink?.completeShardCount
+        summary.shardsWritten = shardSink?.writtenShardCount
         summary.seconds = (ContinuousClock.now - started).seconds
         return summary
     }

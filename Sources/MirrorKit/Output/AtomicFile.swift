@@ -68,6 +68,28 @@ public enum AtomicFile {
         unlink(temporary.path)
     }
 
+    /// Writes `data` as `destination`, whole or not at all (temporary file, optional fsync, link into place).
+    public static func writeFile(_ data: Data, to destination: URL, sync: Bool) throws(FileError) {
+        let temporary = try makeTemporary(in: destination.deletingLastPathComponent())
+        defer { close(temporary.descriptor) }
+        do throws(FileError) {
+            let failure = data.withUnsafeBytes { bytes -> FileError? in
+                do throws(FileError) {
+                    try writeAll(bytes, to: temporary.descriptor, path: destination.path)
+                    return nil
+                } catch {
+                    return error
+                }
+            }
+            if let failure { throw failure }
+            if sync { try self.sync(temporary.descriptor, path: destination.path) }
+            try publish(temporary.url, as: destination)
+        } catch {
+            remove(temporary.url)
+            throw error
+        }
+    }
+
     /// Deletes a file, ignoring a missing one.
     public static func remove(_ url: URL) {
         unlink(url.path)

@@ -125,4 +125,12 @@ public protocol ImageSink: Sendable {
 
     /// Returns when everything handed to ``publish(_:stem:provenance:)`` has been published or refused.
     func drain() async
+
+    /// Ends the run, after ``drain()``: `sourceExhausted` says whether every row of the source was read and settled
+    /// (so a sink that groups rows can close its last group). Default: nothing.
+    func finish(sourceExhausted: Bool) async
+}
+
+extension ImageSink {
+    public func finish(sourceExhausted: Bool) async {}
 }

@@ -162,6 +162,7 @@ public struct Pipeline: Sendable {
             manager.cancelAll()
         }
         await sink.drain()
+        await sink.finish(sourceExhausted: exhausted && !Task.isCancelled && !run.hasFailedFatally)
         await manager.shutdown()
         await run.finishNotifications(cancel: Task.isCancelled)
         return Report(

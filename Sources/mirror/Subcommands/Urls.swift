@@ -33,6 +33,12 @@ struct Urls: AsyncParsableCommand {
     @Option(help: "Columns carried into each record, comma-separated (a,b,c).")
     var keepCols: String?
 
+    @Option(help: "What to write: folder (files and manifest.jsonl) or webdataset (tar shards with records and stats).")
+    var format = "folder"
+
+    @Option(help: "Table rows per WebDataset shard.")
+    var shardSize = 10_000
+
     @Option(name: .customLong("out"), help: "The output folder (created if missing).")
     var output: String
 
@@ -54,6 +60,7 @@ struct Urls: AsyncParsableCommand {
         var configuration = URLListJob.Configuration(directory: URL(fileURLWithPath: output))
         network.apply(to: &configuration.downloads)
         configuration.isSyncEnabled = !outputOptions.noFsync
+        configuration.format = outputFormat
         if !cache.noCache {
             let directory = cache.cacheDirectory.map { URL(fileURLWithPath: $0) } ?? DiskCache.defaultDirectory()
             configuration.downloads.cache = ImageCache(configuration: .init { $0.directory = directory })
@@ -73,6 +80,17 @@ struct Urls: AsyncParsableCommand {
         }
         report(summary, interrupted: interrupted)
         throw exitStatus(for: summary, interrupted: interrupted).exitCode
+    }
+
+    func validate() throws {
+        guard ["folder", "webdataset"].contains(format) else {
+            throw ValidationError("--format must be folder or webdataset")
+        }
+        guard shardSize >= 1 else { throw ValidationError("--shard-size must be at least 1") }
+    }
+
+    private var outputFormat: URLListJob.OutputFormat {
+        format == "webdataset" ? .webDataset(shardSize: shardSize) : .folder
     }
 
     private func openTable() throws(TableError) -> TableReader {
@@ -102,6 +120,9 @@ struct Urls: AsyncParsableCommand {
         if summary.invalidRows > 0 { line += ", \(summary.invalidRows) bad rows" }
         if !summary.failures.isEmpty {
             line += " (" + summary.failures.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")"
+        }
+        if let shards = summary.shards {
+            line += "; \(summary.shardsWritten ?? 0) shards written, \(shards) complete"
         }
         line += String(format: " in %.1fs", summary.seconds)
         if interrupted { line += "; interrupted: run again to continue" }

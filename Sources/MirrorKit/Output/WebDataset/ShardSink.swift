@@ -1,0 +1,389 @@
+import Foundation
+import MirrorTransport
+
+/// WebDataset output: tar shards of a fixed number of table rows, each with its records and stats beside it.
+///
+/// Row `p` of the table belongs to shard `p / shardSize`. A shard is written once every one of its rows has
+/// settled — saved, failed, a bad row, a duplicate, refused — in row order: `NNNNN.tar` holds `KEY.<ext>`,
+/// `KEY.json` (the record) and `KEY.txt` (the caption, when there is one) for each saved row; `NNNNN.jsonl` one line
+/// per row, failures included with their `status` and `error`; `NNNNN_stats.json` the counts. Each file appears whole
+/// (temporary name, fsync, link); the stats file comes last and is what marks the shard complete: a rerun skips a
+/// complete shard's rows without reading its files, and removes what a killed run left of an incomplete one.
+///
+/// Until its shard is written a saved image waits in its temporary file in the output folder, so a run holds at most
+/// the open shards' images on disk (rows are taken in order, so one or two shards are open at a time).
+public final class ShardSink: ImageSink {
+    /// Settings of the output.
+    public struct Configuration: Sendable {
+        /// The folder the shards are written into.
+        public var directory: URL
+        /// Table rows per shard. Default 10,000.
+        public var shardSize = 10_000
+        /// Whether shard files are fsynced before they are linked into place. Default true.
+        public var isSyncEnabled = true
+
+        public init(directory: URL, shardSize: Int = 10_000) {
+            self.directory = directory
+            self.shardSize = shardSize
+        }
+    }
+
+    /// The folder holds shards of another size than asked for.
+    public struct ShardSizeMismatch: Error, Sendable, CustomStringConvertible {
+        public var existing: Int
+        public var requested: Int
+        public var directory: String
+        public var description: String {
+            "\(directory) holds shards of \(existing) rows; run again with --shard-size \(existing), or write to a new --out folder"
+        }
+    }
+
+    /// The settings in force.
+    public let configuration: Configuration
+    private let lock: FolderLock
+    private let state: Locked<State>
+    /// Shards are written one at a time, in the background, in the order they complete.
+    private let writer = ShardWriterQueue()
+
+    private struct State {
+        /// Shards whose stats file exists (written by this run or an earlier one).
+        var complete: Set<Int>
+        var open: [Int: OpenShard] = [:]
+        /// The bytes of every image saved by this run, by SHA-256 fingerprint, with the key that holds them.
+        var digests: [Fingerprint: String] = [:]
+        var published = 0
+        var highestPosition = -1
+        var written = 0
+        var failure: FileError?
+    }
+
+    /// The rows of one shard settled so far.
+    fileprivate struct OpenShard {
+        var rows: [Int: Row] = [:]
+        let started = ContinuousClock.now
+    }
+
+    fileprivate enum Row {
+        case saved(VerifiedImage, ManifestRecord)
+        case settled(url: URL, provenance: ImageProvenance, outcome: SettledOutcome)
+    }
+
+    /// Opens (creating) the folder, locks it, and finds which shards are complete.
+    /// - Throws: `FolderLock.Held`, ``FileError``, or ``ShardSizeMismatch`` when the folder holds shards of another size.
+    public init(configuration: Configuration) throws {
+        self.configuration = configuration
+        let directory = configuration.directory
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        } catch {
+            throw FileError(operation: "create", path: directory.path, code: (error as NSError).code == NSFileWriteFileExistsError ? ENOTDIR : EACCES)
+        }
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory.path, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw FileError(operation: "use as a folder", path: directory.path, code: ENOTDIR)
+        }
+        let hidden = directory.appendingPathComponent(".mirror", isDirectory: true)
+        try? FileManager.default.createDirectory(at: hidden, withIntermediateDirectories: true)
+        lock = try FolderLock(at: hidden.appendingPathComponent("lock"))
+        try Self.checkShardSize(configuration, settings: hidden.appendingPathComponent("webdataset.json"))
+        AtomicFile.removeLeftovers(in: directory)
+        state = Locked(State(complete: Self.completeShards(in: directory)))
+    }
+
+    public var stagingDirectory: URL { configuration.directory }
+
+    /// Shards complete in the folder, written by this run or earlier ones.
+    public var completeShardCount: Int { state.withLock { $0.complete.count } }
+
+    /// Shards this run wrote.
+    public var writtenShardCount: Int { state.withLock { $0.written } }
+
+    public func contains(normalizedURL: String, provenance: ImageProvenance) -> Bool {
+        guard let position = provenance.key.flatMap(Int.init) else { return false }
+        return state.withLock { $0.complete.contains(position / configuration.shardSize) }
+    }
+
+    public func publish(_ image: VerifiedImage, stem: String, provenance: ImageProvenance) async -> PublishOutcome {
+        let position = provenance.key.flatMap(Int.init) ?? 0
+        let key = TableRowKey.key(position)
+        let record = ManifestRecord(file: key + "." + image.info.format.fileExtension, image: image, provenance: provenance)
+        let fingerprint = Fingerprint(image.sha256)
+        let outcome: PublishOutcome = state.withLock { state in
+            if let failure = state.failure { return .failed(failure) }
+            if let existing = state.digests[fingerprint] { return .duplicate(of: existing) }
+            state.digests[fingerprint] = key
+            state.published += 1
+            return .saved(record)
+        }
+        if case .saved = outcome {
+            add(.saved(image, record), at: position)
+        } else {
+            AtomicFile.remove(image.temporaryFile)
+        }
+        return outcome
+    }
+
+    public func settle(url: URL, provenance: ImageProvenance, as outcome: SettledOutcome) {
+        guard let position = provenance.key.flatMap(Int.init) else { return }
+        add(.settled(url: url, provenance: provenance, outcome: outcome), at: position)
+    }
+
+    public var publishedCount: Int { state.withLock { $0.published } }
+
+    public func drain() async {
+        await writer.drain()
+    }
+
+    /// Writes the last shard when the table was read to its end and every row of it settled; otherwise drops the open
+    /// shards' waiting images (a rerun redoes those rows, from the disk cache where it has them).
+    public func finish(sourceExhausted: Bool) async {
+        let (leftovers, last) = state.withLock { state -> ([Int: OpenShard], Int?) in
+            var last: Int?
+            if sourceExhausted, state.highestPosition >= 0 {
+                let index = state.highestPosition / configuration.shardSize
+                let expected = state.highestPosition - index * configuration.shardSize + 1
+                if let shard = state.open[index], shard.rows.count == expected {
+                    last = index
+                }
+            }
+            var open = state.open
+            state.open = [:]
+            if let last, let shard = open.removeValue(forKey: last) { state.open[last] = shard }
+            return (open, last)
+        }
+        if let last, let shard = state.withLock({ $0.open.removeValue(forKey: last) }) {
+            enqueue(index: last, shard: shard)
+        }
+        for shard in leftovers.values {
+            for case let .saved(image, _) in shard.rows.values { AtomicFile.remove(image.temporaryFile) }
+        }
+        await writer.drain()
+    }
+
+    /// The first error that stopped a shard from being written, or `nil`.
+    public var writeFailure: FileError? { state.withLock { $0.failure } }
+
+    // MARK: Rows into shards
+
+    private func add(_ row: Row, at position: Int) {
+        let index = position / configuration.shardSize
+        let full = state.withLock { state -> OpenShard? in
+            state.highestPosition = max(state.highestPosition, position)
+            state.open[index, default: OpenShard()].rows[position] = row
+            guard state.open[index]!.rows.count == configuration.shardSize else { return nil }
+            return state.open.removeValue(forKey: index)
+        }
+        if let full { enqueue(index: index, shard: full) }
+    }
+
+    private func enqueue(index: Int, shard: OpenShard) {
+        writer.submit { [self] in
+            do throws(FileError) {
+                try write(index: index, shard: shard)
+                state.withLock {
+                    $0.complete.insert(index)
+                    $0.written += 1
+                }
+            } catch {
+                for case let .saved(image, _) in shard.rows.values { AtomicFile.remove(image.temporaryFile) }
+                state.withLock { $0.failure = $0.failure ?? error }
+            }
+        }
+    }
+
+    /// Writes shard `index`: its tar, its records, then its stats.
+    private func write(index: Int, shard: OpenShard) throws(FileError) {
+        let directory = configuration.directory
+        let name = Self.shardName(index)
+        let sync = configuration.isSyncEnabled
+        var stats = ShardStats(shard: index)
+        var lines = Data()
+        let tar = try TarWriter(destination: directory.appendingPathComponent(name + ".tar"))
+        for position in shard.rows.keys.sorted() {
+            stats.rows += 1
+            switch shard.rows[position]! {
+            case let .saved(image, record):
+                let key = TableRowKey.key(position)
+                let contents: Data
+                do {
+                    contents = try Data(contentsOf: image.temporaryFile)
+                } catch {
+                    throw FileError(operation: "read", path: image.temporaryFile.path, code: EIO)
+                }
+                var json = (try? record.jsonLine()) ?? Data("{}\n".utf8)
+                json.removeLast()
+                try tar.add(record.file, contents: contents, modified: image.fetchedAt)
+                try tar.add(key + ".json", contents: json, modified: image.fetchedAt)
+                if let caption = record.caption {
+                    try tar.add(key + ".txt", contents: Data(caption.utf8), modified: image.fetchedAt)
+                }
+                stats.saved += 1
+                stats.bytes += record.bytes
+                lines.append(ShardRecordLine.saved(json))
+            case let .settled(url, provenance, outcome):
+                stats.count(outcome)
+                lines.append(ShardRecordLine.settled(url: url, provenance: provenance, outcome: outcome))
+            }
+        }
+        stats.seconds = (ContinuousClock.now - shard.started).seconds
+        try tar.commit(sync: sync)
+        try AtomicFile.writeFile(lines, to: directory.appendingPathComponent(name + ".jsonl"), sync: sync)
+        try AtomicFile.writeFile(stats.json(), to: directory.appendingPathComponent(name + "_stats.json"), sync: sync)
+        if sync { try AtomicFile.syncDirectory(directory) }
+        for case let .saved(image, _) in shard.rows.values { AtomicFile.remove(image.temporaryFile) }
+    }
+
+    // MARK: The folder
+
+    /// `00000`, `00001`, … (wider past 99,999).
+    static func shardName(_ index: Int) -> String {
+        let digits = String(index)
+        return digits.count >= 5 ? digits : String(repeating: "0", count: 5 - digits.count) + digits
+    }
+
+    /// The shards whose stats file exists; the files of any other shard (a killed run's) are removed.
+    private static func completeShards(in directory: URL) -> Set<Int> {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        var complete = Set<Int>()
+        for name in names where name.hasSuffix("_stats.json") {
+            if let index = Int(name.dropLast("_stats.json".count)) { complete.insert(index) }
+        }
+        for name in names {
+            let stem = name.hasSuffix(".tar") ? name.dropLast(4) : name.hasSuffix(".jsonl") ? name.dropLast(6) : nil
+            if let stem, let index = Int(stem), !complete.contains(index) {
+                AtomicFile.remove(directory.appendingPathComponent(name))
+            }
+        }
+        return complete
+    }
+
+    private static func checkShardSize(_ configuration: Configuration, settings: URL) throws {
+        if let data = try? Data(contentsOf: settings),
+           let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+           let existing = object["shard_size"] as? Int {
+            guard existing == configuration.shardSize else {
+                throw ShardSizeMismatch(existing: existing, requested: configuration.shardSize, directory: configuration.directory.path)
+            }
+            return
+        }
+        try AtomicFile.writeFile(Data(#"{"shard_size":\#(configuration.shardSize)}"#.utf8), to: settings, sync: configuration.isSyncEnabled)
+    }
+}
+
+/// Row keys as ``TableRow/key`` writes them, for the Output layer (which sits below the table reader).
+enum TableRowKey {
+    static func key(_ position: Int) -> String {
+        let digits = String(position)
+        return digits.count >= 9 ? digits : String(repeating: "0", count: 9 - digits.count) + digits
+    }
+}
+
+/// What one shard's `NNNNN_stats.json` says.
+struct ShardStats {
+    var shard: Int
+    var rows = 0
+    var saved = 0
+    var failed = 0
+    var failures: [String: Int] = [:]
+    var invalid = 0
+    var duplicates = 0
+    var filtered = 0
+    var optedOut = 0
+    var disallowed = 0
+    var bytes: Int64 = 0
+    var seconds = 0.0
+
+    init(shard: Int) {
+        self.shard = shard
+    }
+
+    mutating func count(_ outcome: SettledOutcome) {
+        switch outcome {
+        case .invalid: invalid += 1
+        case let .failed(reason, _, _):
+            failed += 1
+            failures[reason, default: 0] += 1
+        case .filtered: filtered += 1
+        case let .refused(reason, _):
+            if reason == "disallowed" { disallowed += 1 } else { optedOut += 1 }
+        case .duplicate: duplicates += 1
+        }
+    }
+
+    func json() -> Data {
+        let object: [String: Any] = [
+            "shard": shard, "rows": rows, "saved": saved, "failed": failed, "failures": failures, "invalid": invalid,
+            "duplicates": duplicates, "filtered": filtered, "opted_out": optedOut, "disallowed": disallowed,
+            "bytes": bytes, "seconds": (seconds * 1000).rounded() / 1000,
+        ]
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted])) ?? Data()
+        return data + Data("\n".utf8)
+    }
+}
+
+/// Lines of a shard's `NNNNN.jsonl`: every row, with `status` (`success`, `failed`, `invalid`, `duplicate`,
+/// `filtered`, `opted_out`, `disallowed`) and `error` first, then the record's fields (null where the row has no
+/// image), then the kept columns.
+enum ShardRecordLine {
+    static func saved(_ json: Data) -> Data {
+        Data(#"{"status":"success","error":null,"#.utf8) + json.dropFirst() + Data("\n".utf8)
+    }
+
+    static func settled(url: URL, provenance: ImageProvenance, outcome: SettledOutcome) -> Data {
+        let text = { (value: String?) in (try? ManifestRecord.jsonText(value)) ?? "null" }
+        var line = #"{"status":"# + text(outcome.status) + #","error":"# + text(outcome.message)
+        for field in ManifestRecord.Field.all {
+            let value: String
+            switch field.key {
+            case "url": value = url.scheme == "about" ? "null" : text(url.absoluteString)
+            case "key": value = text(provenance.key)
+            case "caption": value = text(provenance.caption)
+            case "label": value = text(provenance.label)
+            case "query": value = text(provenance.query)
+            default: value = "null"
+            }
+            line += ",\"" + field.key + "\":" + value
+        }
+        for column in provenance.columns {
+            line += "," + text(column.name) + ":" + column.json
+        }
+        return Data((line + "}\n").utf8)
+    }
+}
+
+/// One background thread that writes shards in the order they complete, and tells when all are written.
+final class ShardWriterQueue: Sendable {
+    private struct Waiting {
+        var pending = 0
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private let pool = BlockingPool(maximumThreads: 1, name: "mirror.shards")
+    private let waiting = Locked(Waiting())
+
+    func submit(_ job: @escaping @Sendable () -> Void) {
+        waiting.withLock { $0.pending += 1 }
+        pool.submit { [self] in
+            job()
+            let ready = waiting.withLock { waiting -> [CheckedContinuation<Void, Never>] in
+                waiting.pending -= 1
+                guard waiting.pending == 0 else { return [] }
+                defer { waiting.waiters = [] }
+                return waiting.waiters
+            }
+            for waiter in ready { waiter.resume() }
+        }
+    }
+
+    /// Returns once every job submitted so far has run.
+    func drain() async {
+        await withCheckedContinuation { continuation in
+            let idle = waiting.withLock { waiting -> Bool in
+                if waiting.pending == 0 { return true }
+                waiting.waiters.append(continuation)
+                return false
+            }
+            if idle { continuation.resume() }
+        }
+    }
+}
