@@ -34,7 +34,7 @@ struct CrashResumeTortureTests {
         let text = (try? String(contentsOf: folder.file("manifest.jsonl"), encoding: .utf8)) ?? ""
         return text.split(separator: "\n").compactMap { line in
             guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
-                  let file = object["file"] as? String, let url = (object["url"] as? String).flatMap(URL.init(string:)),
+                  let file = object["file_name"] as? String, let url = (object["url"] as? String).flatMap(URL.init(string:)),
                   let provider = object["provider"] as? String, let id = object["id"] as? String else { return nil }
             return Entry(file: file, path: url.path, provider: provider, id: id)
         }

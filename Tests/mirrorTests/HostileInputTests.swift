@@ -81,7 +81,9 @@ struct HostileInputTests {
         #expect(run.stderr.isEmpty)
         #expect(Self.tree(work.url).filter { !$0.hasPrefix("out/") && $0 != "out" }.isEmpty, "wrote outside: \(Self.tree(work.url))")
         #expect(!FileManager.default.fileExists(atPath: "/tmp/mirror-pwned"))
-        let images = try FileManager.default.contentsOfDirectory(atPath: out.path).filter { $0 != "manifest.jsonl" && $0 != ".mirror" }
+        let images = try FileManager.default.contentsOfDirectory(atPath: out.path).filter { $0 != "manifest.jsonl" && $0 != "metadata.jsonl" && $0 != ".mirror" }
+        // metadata.jsonl is mirror's own link to the manifest (for Hugging Face imagefolder), never an image's name
+        #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: out.appendingPathComponent("metadata.jsonl").path)) == "manifest.jsonl")
         #expect(images.count == count)
         for name in images {
             Self.expectSafe(name)
@@ -93,7 +95,7 @@ struct HostileInputTests {
         // The manifest keeps the raw id and title (JSON-escaped), for provenance
         let records = Self.manifest(out)
         #expect(records.count == count)
-        #expect(Set(records.compactMap { $0["file"] as? String }) == Set(images))
+        #expect(Set(records.compactMap { $0["file_name"] as? String }) == Set(images))
         #expect(records.contains { $0["id"] as? String == "../../escape" })
         #expect(records.contains { $0["id"] as? String == "nul\u{0}byte" })
     }
@@ -125,7 +127,7 @@ struct HostileInputTests {
         let records = Self.manifest(out.url)
         #expect(records.count == 5)
         for record in records {
-            let file = try #require(record["file"] as? String)
+            let file = try #require(record["file_name"] as? String)
             var info = stat()
             #expect(lstat(out.file(file).path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG, "\(file) is not a regular file")
         }
@@ -281,8 +283,8 @@ struct HostileInputTests {
         #expect(before.count == 5)
         let manifestText = (try? String(contentsOf: after.appendingPathComponent("manifest.jsonl"), encoding: .utf8)) ?? ""
         #expect(before.allSatisfy { manifestText.contains($0) })
-        let files = Set(((try? FileManager.default.contentsOfDirectory(atPath: after.path)) ?? []).filter { $0 != "manifest.jsonl" && !$0.hasPrefix(".") })
-        #expect(Set(records.compactMap { $0["file"] as? String }) == files)
+        let files = Set(((try? FileManager.default.contentsOfDirectory(atPath: after.path)) ?? []).filter { $0 != "manifest.jsonl" && $0 != "metadata.jsonl" && !$0.hasPrefix(".") })
+        #expect(Set(records.compactMap { $0["file_name"] as? String }) == files)
         #expect(records.count >= 5 && records.count < 400)
         let listing = try String(contentsOfFile: report.path + "/listing", encoding: .utf8)
         #expect(!listing.contains(".part"), "temporary files left: \(listing)")

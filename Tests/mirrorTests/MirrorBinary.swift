@@ -110,9 +110,9 @@ final class TemporaryFolder: Sendable {
 
     func file(_ name: String) -> URL { url.appendingPathComponent(name) }
 
-    /// Visible files (the images and the manifest).
+    /// Visible files (the images and the manifest), without `metadata.jsonl`, the manifest's link for `imagefolder`.
     var visibleFiles: [String] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? []).filter { !$0.hasPrefix(".") }.sorted()
+        ((try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? []).filter { !$0.hasPrefix(".") && $0 != "metadata.jsonl" }.sorted()
     }
 
     /// Leftover temporary files.

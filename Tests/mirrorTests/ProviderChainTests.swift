@@ -159,7 +159,7 @@ struct ProviderChainTests: EmulatedSearch {
 
     /// The documented manifest fields, in order, and each one's JSON type (`null` allowed where noted).
     private static let schema: [(key: String, type: String, nullable: Bool)] = [
-        ("file", "string", false), ("url", "string", false), ("page_url", "string", true), ("provider", "string", true),
+        ("file_name", "string", false), ("url", "string", false), ("page_url", "string", true), ("provider", "string", true),
         ("id", "string", true), ("title", "string", true), ("creator", "string", true), ("license", "string", true),
         ("license_url", "string", true), ("width", "integer", false), ("height", "integer", false), ("bytes", "integer", false),
         ("sha256", "string", false), ("format", "string", false), ("query", "string", true), ("fetched_at", "string", false),

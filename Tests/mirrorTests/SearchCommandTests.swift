@@ -7,7 +7,7 @@ import Testing
 struct SearchCommandTests: EmulatedSearch {
     private struct Manifest {
         var lines: [[String: Any]]
-        var files: [String] { lines.compactMap { $0["file"] as? String } }
+        var files: [String] { lines.compactMap { $0["file_name"] as? String } }
         var shas: [String] { lines.compactMap { $0["sha256"] as? String } }
         var urls: [String] { lines.compactMap { $0["url"] as? String } }
     }

@@ -55,7 +55,8 @@ public struct ManifestRecord: Codable, Sendable, Hashable {
 
     /// The manifest's fields, in the order every line holds them.
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case file, url
+        case file = "file_name"
+        case url
         case pageURL = "page_url"
         case provider, id, title, creator, license
         case licenseURL = "license_url"
@@ -64,6 +65,10 @@ public struct ManifestRecord: Codable, Sendable, Hashable {
         case key, caption, label
         case originalWidth = "original_width"
         case originalHeight = "original_height"
+    }
+
+    private enum LegacyKeys: String, CodingKey {
+        case file
     }
 
     /// One field of the schema: its key, its JSON type, whether it may be `null`, and what it means.
@@ -84,7 +89,7 @@ public struct ManifestRecord: Codable, Sendable, Hashable {
 
         /// The schema, in line order; the README's table says the same.
         public static let all: [Field] = [
-            Field(.file, type: .string, meaning: "the file's name inside the output folder"),
+            Field(.file, type: .string, meaning: "the file's path inside the output folder (the name `imagefolder` reads)"),
             Field(.url, type: .string, meaning: "the image URL it was downloaded from"),
             Field(.pageURL, type: .string, nullWhen: "the source names no page", meaning: "the page about the image, for attribution"),
             Field(.provider, type: .string, nullWhen: "a URL list", meaning: "the provider that found it (`openverse`, …)"),
@@ -151,7 +156,12 @@ public struct ManifestRecord: Codable, Sendable, Hashable {
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        file = try container.decode(String.self, forKey: .file)
+        if let file = try container.decodeIfPresent(String.self, forKey: .file) {
+            self.file = file
+        } else {
+            // Manifests written before 0.15 named it `file`.
+            file = try decoder.container(keyedBy: LegacyKeys.self).decode(String.self, forKey: .file)
+        }
         url = try container.decode(String.self, forKey: .url)
         pageURL = try container.decodeIfPresent(String.self, forKey: .pageURL)
         provider = try container.decodeIfPresent(String.self, forKey: .provider)

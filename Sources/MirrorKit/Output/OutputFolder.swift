@@ -40,6 +40,14 @@ public final class OutputFolder: Sendable {
     private let lock: FolderLock
     private let state = Locked(State())
 
+    /// Makes `metadata.jsonl` a link to `manifest.jsonl` (unless something of that name is there already): the name
+    /// Hugging Face `imagefolder` reads a folder's metadata from, with each record's `file_name`.
+    private static func linkMetadata(in directory: URL) {
+        let link = directory.appendingPathComponent("metadata.jsonl").path
+        var status = stat()
+        if lstat(link, &status) != 0 { symlink("manifest.jsonl", link) }
+    }
+
     /// Opens (creating it if needed) and locks an output folder, then reconciles it.
     ///
     /// - Throws: `FolderLock.Held` when another run holds the folder; `FileError` when it cannot be
@@ -56,6 +64,7 @@ public final class OutputFolder: Sendable {
             throw FileError(operation: "write to", path: directory.path, code: errno)
         }
         lock = try FolderLock(at: stateDirectory.appendingPathComponent("lock"))
+        Self.linkMetadata(in: directory)
 
         var repairs = Reconciliation()
         repairs.removedTemporaryFiles = AtomicFile.removeLeftovers(in: directory) + AtomicFile.removeLeftovers(in: stateDirectory)

@@ -163,7 +163,7 @@ struct OutputFolderTests {
             #expect(sha256Hex(data) == record.sha256)
             #expect((try? validator.validate(data)) != nil)
         }
-        #expect(directory.fileNames.filter { !$0.hasPrefix(".") && $0 != "manifest.jsonl" }.count == 1800)
+        #expect(directory.fileNames.filter { !$0.hasPrefix(".") && $0 != "manifest.jsonl" && $0 != "metadata.jsonl" }.count == 1800)
         #expect(directory.temporaryFiles.isEmpty)
 
         // And a second run downloads no image again
