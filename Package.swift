@@ -29,6 +29,8 @@ let package = Package(
             pkgConfig: "libarchive",
             providers: [.apt(["libarchive-dev"]), .brew(["libarchive"])]
         ),
+        // libvips, for --resize and --encode; variadic calls wrapped in shim.h (which says why it has no pkgConfig).
+        .systemLibrary(name: "CVips", providers: [.apt(["libvips-dev"]), .brew(["vips"])]),
         // HTTP over libcurl: one multi-driver thread, transfers, responses, typed errors.
         .target(name: "MirrorTransport", dependencies: ["CCurl"]),
         // Image bytes: format sniffing, header dimensions, completeness. No dependencies, so it can be fuzzed alone.
@@ -39,6 +41,7 @@ let package = Package(
                 "MirrorTransport",
                 "MirrorImages",
                 "CArchive",
+                "CVips",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "CSV", package: "CSV.swift"),

@@ -14,6 +14,8 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
     case filtered(String)
     /// The output folder could not be written.
     case filesystem(FileError)
+    /// The response's `X-Robots-Tag` opts the image out (the directive, `noai`).
+    case optedOut(String)
     /// Cancelled before it finished.
     case cancelled
 
@@ -24,6 +26,7 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
         case let .rejected(rejection): rejection.description
         case let .filtered(reason): "filtered: \(reason)"
         case let .filesystem(error): error.description
+        case let .optedOut(directive): "opted out: X-Robots-Tag \(directive)"
         case .cancelled: "cancelled"
         }
     }
@@ -51,6 +54,7 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
         case let .rejected(rejection): rejection.reasonKey
         case .filtered: "filtered"
         case .filesystem: "filesystem"
+        case .optedOut: "opted_out"
         case .cancelled: "cancelled"
         }
     }
@@ -61,7 +65,7 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
         case let .transport(error): error.isTransient
         case let .statusUnacceptable(status): RetryPolicy.isRetryable(status: status)
         case .filesystem, .cancelled: true
-        case .rejected, .filtered: false
+        case .rejected, .filtered, .optedOut: false
         }
     }
 }

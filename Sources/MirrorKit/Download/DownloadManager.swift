@@ -62,7 +62,8 @@ public final class DownloadManager: Sendable {
 
     private let queue: OperationQueue
     private let gate: HostGate
-    private let loader: any HTTPLoading
+    /// The transport.
+    let loader: any HTTPLoading
     /// Stops the driver this manager made for itself; nil when it was given a loader (whose owner stops it).
     private let ownedDriver: CurlMultiDriver?
     private let context: DownloadContext

@@ -10,11 +10,14 @@ public struct DownloadRequest: Sendable {
     public var directory: URL
     /// Which valid images to keep; nil keeps every valid image.
     public var filter: ImageFilter?
+    /// Which `X-Robots-Tag` directives refuse the image; nil reads none.
+    public var optOut: OptOutPolicy?
 
-    public init(url: URL, directory: URL, filter: ImageFilter? = nil) {
+    public init(url: URL, directory: URL, filter: ImageFilter? = nil, optOut: OptOutPolicy? = nil) {
         self.url = url
         self.directory = directory
         self.filter = filter
+        self.optOut = optOut
     }
 }
 
@@ -26,6 +29,10 @@ public struct ImageFilter: Sendable, Hashable {
     public var minimumHeight: Int = 0
     /// Wanted formats; nil wants all.
     public var formats: Set<ImageFormat>?
+    /// Images whose shorter side is under this are filtered out (`--min-image-size`). Default 0.
+    public var minimumSide: Int = 0
+    /// Images whose longer side over their shorter exceeds this are filtered out (`--max-aspect-ratio`); nil for any.
+    public var maximumAspectRatio: Double?
 
     public init(minimumWidth: Int = 0, minimumHeight: Int = 0, formats: Set<ImageFormat>? = nil) {
         self.minimumWidth = minimumWidth
@@ -51,8 +58,17 @@ public struct ImageFilter: Sendable, Hashable {
     }
 
     private func rejection(width: Int, height: Int) -> String? {
-        guard width < minimumWidth || height < minimumHeight else { return nil }
-        return "\(width)×\(height) is smaller than \(minimumWidth)×\(minimumHeight)"
+        if width < minimumWidth || height < minimumHeight {
+            return "\(width)×\(height) is smaller than \(minimumWidth)×\(minimumHeight)"
+        }
+        if min(width, height) < minimumSide {
+            return "\(width)×\(height) has a side under \(minimumSide)"
+        }
+        if let maximumAspectRatio, min(width, height) > 0,
+           Double(max(width, height)) / Double(min(width, height)) > maximumAspectRatio {
+            return "\(width)×\(height) is more elongated than \(maximumAspectRatio):1"
+        }
+        return nil
     }
 }
 

@@ -109,6 +109,9 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
             let throttled = status == 429 || (status == 503 && retryAfter != nil)
             return .failed(.statusUnacceptable(status), retryable: RetryPolicy.isRetryable(status: status), retryAfter: retryAfter, throttled: throttled)
         }
+        if let directive = request.optOut?.refusal(headers: response.headers) {
+            return .failed(.optedOut(directive), retryable: false, retryAfter: nil, throttled: false)
+        }
         let inMemory: Data?
         switch body {
         case let .failure(error):

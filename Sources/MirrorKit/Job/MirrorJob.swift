@@ -56,6 +56,7 @@ public struct MirrorJob: Sendable {
             case let .retrying(url, attempt, delay, reason): onEvent(.retrying(url, attempt: attempt, delay: delay, reason: reason))
             case let .notice(line): onEvent(.notice(line))
             case .invalid: break  // a search gives no bad rows
+            case let .refused(candidate, _, message): onEvent(.filtered(candidate.url, message))
             }
         }
         // Keep the cache (images and pages, one folder) within its size limit, least recently used first.
@@ -101,7 +102,7 @@ public struct MirrorJob: Sendable {
             summary.failed = tally.failed
             summary.failures = tally.failures
             summary.duplicates = tally.duplicates + tally.alreadySaved
-            summary.filtered = tally.filtered
+            summary.filtered = tally.filtered + tally.optedOut + tally.disallowed
             summary.bytes = tally.bytes
             summary.interrupted = report.interrupted
             summary.exhausted = summary.total < configuration.count && !summary.interrupted && report.sourceError == nil

@@ -19,6 +19,14 @@ public struct URLListJob: Sendable {
         public var isSyncEnabled = true
         /// What the images are written as. Default a folder.
         public var format: OutputFormat = .folder
+        /// Which `X-Robots-Tag` directives keep an image out; `nil` reads none. Default ``OptOutPolicy/init(tokens:agent:)``.
+        public var optOut: OptOutPolicy? = OptOutPolicy()
+        /// Whether each host's robots.txt is honoured. Default true.
+        public var honoursRobots = true
+        /// How saved images are resized and re-encoded; `nil` keeps the bytes as served.
+        public var transform: ImageTransform?
+        /// Which valid images are wanted (`--min-image-size`, `--max-aspect-ratio`); `nil` for all.
+        public var filter: ImageFilter?
 
         public init(directory: URL) {
             self.directory = directory
@@ -49,6 +57,12 @@ public struct URLListJob: Sendable {
         public var failures: [String: Int] = [:]
         /// Rows that gave no URL (none, not http(s), a line that does not parse).
         public var invalidRows = 0
+        /// Valid images the filters turned away.
+        public var filtered = 0
+        /// Images whose response's `X-Robots-Tag` opted them out.
+        public var optedOut = 0
+        /// URLs their host's robots.txt disallows.
+        public var disallowed = 0
         /// Bytes of the images saved.
         public var bytes: Int64 = 0
         /// Images served from the cache.
@@ -72,6 +86,8 @@ public struct URLListJob: Sendable {
         case retrying(URL, attempt: Int, delay: Duration, reason: String)
         /// A row that gave no URL: where it is (`row 14`) and why.
         case invalid(place: String, reason: String)
+        /// The image's response (`opted_out`) or its host's robots.txt (`disallowed`) says not to take it.
+        case refused(URL, reason: String, message: String)
     }
 
     public let configuration: Configuration
@@ -98,6 +114,10 @@ public struct URLListJob: Sendable {
         }
         var pipeline = Pipeline.Configuration()
         pipeline.downloads = configuration.downloads
+        pipeline.optOut = configuration.optOut
+        pipeline.honoursRobots = configuration.honoursRobots
+        pipeline.transform = configuration.transform
+        pipeline.filter = configuration.filter
         let report = await Pipeline(configuration: pipeline).run(from: table, into: sink) { event in
             switch event {
             case let .saved(record, _, source): onEvent(.saved(record, source: source))
@@ -106,6 +126,7 @@ public struct URLListJob: Sendable {
             case let .failed(candidate, error): onEvent(.failed(candidate.url, error))
             case let .retrying(url, attempt, delay, reason): onEvent(.retrying(url, attempt: attempt, delay: delay, reason: reason))
             case let .invalid(candidate, reason): onEvent(.invalid(place: candidate.place ?? "a row", reason: reason))
+            case let .refused(candidate, reason, message): onEvent(.refused(candidate.url, reason: reason, message: message))
             case .filtered, .notice: break
             }
         }
@@ -119,7 +140,11 @@ public struct URLListJob: Sendable {
         let tally = report.tally
         var summary = Summary()
         summary.total = tally.saved + tally.alreadySaved + tally.duplicates + tally.failed + tally.filtered + tally.skipped
+            + tally.optedOut + tally.disallowed
         summary.invalidRows = tally.invalid
+        summary.optedOut = tally.optedOut
+        summary.filtered = tally.filtered
+        summary.disallowed = tally.disallowed
         summary.saved = tally.saved
         summary.skipped = tally.alreadySaved
         summary.duplicates = tally.duplicates

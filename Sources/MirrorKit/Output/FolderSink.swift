@@ -91,7 +91,8 @@ extension ManifestRecord {
             id: provenance.id, title: provenance.title, creator: provenance.creator, license: provenance.license,
             licenseURL: provenance.licenseURL, width: image.info.width, height: image.info.height, bytes: image.bytes,
             sha256: image.sha256, format: image.info.format.rawValue, query: provenance.query, fetchedAt: image.fetchedAt,
-            key: provenance.key, caption: provenance.caption, label: provenance.label, columns: provenance.columns
+            key: provenance.key, caption: provenance.caption, label: provenance.label,
+            originalWidth: image.originalWidth, originalHeight: image.originalHeight, columns: provenance.columns
         )
     }
 }

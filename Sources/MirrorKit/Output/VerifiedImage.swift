@@ -22,4 +22,8 @@ public struct VerifiedImage: Sendable, Equatable {
     public var attempts: Int
     /// When the bytes were fetched.
     public var fetchedAt: Date
+    /// The width as downloaded, when the file was resized or re-encoded since (``ImageTransform``); else `nil`.
+    public var originalWidth: Int? = nil
+    /// The height as downloaded, when the file was resized or re-encoded since; else `nil`.
+    public var originalHeight: Int? = nil
 }

@@ -34,6 +34,14 @@ public struct Pipeline: Sendable {
         public var filter: ImageFilter?
         /// Normalised URLs never to try again (they failed for good on an earlier run). Default empty.
         public var skip: Set<String> = []
+        /// Which `X-Robots-Tag` directives keep an image out; `nil` reads none. Default: `noai`, `noimageai`,
+        /// `noindex`, `noimageindex` for every agent or for `mirror`.
+        public var optOut: OptOutPolicy? = OptOutPolicy()
+        /// Whether each host's `robots.txt` is honoured (fetched once per host, for the agent `mirror`). Default
+        /// false: search results come from APIs whose terms govern them; URL lists turn it on.
+        public var honoursRobots = false
+        /// How saved images are resized and re-encoded; `nil` (the default) keeps the bytes as served.
+        public var transform: ImageTransform?
 
         /// Candidates in flight at most without a target: wide enough that one busy host's per-host cap does not
         /// hold up the others, small enough that a 10-million-row list is not a task per row.
@@ -57,6 +65,8 @@ public struct Pipeline: Sendable {
         case filtered(Candidate, String)
         /// The source's row gives no URL (``Candidate/problem``); nothing was fetched.
         case invalid(Candidate, String)
+        /// The image's response (`opted_out`) or its host's robots.txt (`disallowed`) says not to take it.
+        case refused(Candidate, reason: String, message: String)
         /// The download gave no image.
         case failed(Candidate, DownloadError)
         /// An attempt failed and another follows after `delay`.
@@ -77,6 +87,10 @@ public struct Pipeline: Sendable {
         public var filtered = 0
         /// Rows of the source that gave no URL.
         public var invalid = 0
+        /// Images whose `X-Robots-Tag` opted them out.
+        public var optedOut = 0
+        /// URLs their host's robots.txt disallows.
+        public var disallowed = 0
         /// Candidates passed over because they failed for good on an earlier run.
         public var skipped = 0
         /// Downloads that gave no image.
@@ -127,7 +141,8 @@ public struct Pipeline: Sendable {
                 onEvent(.retrying(url, attempt: attempt, delay: delay, reason: reason))
             }
         }
-        let run = Run(pipeline: self, manager: manager, sink: sink, source: source, onEvent: onEvent)
+        let robots = configuration.honoursRobots ? RobotsGate(loader: manager.loader, userAgent: configuration.downloads.userAgent) : nil
+        let run = Run(pipeline: self, manager: manager, sink: sink, source: source, robots: robots, onEvent: onEvent)
         var sourceError: (any Error)?
         var exhausted = false
         await withTaskCancellationHandler {
@@ -187,6 +202,7 @@ extension Pipeline {
         let manager: DownloadManager
         let sink: any ImageSink
         let source: any CandidateSource
+        let robots: RobotsGate?
         let onEvent: @Sendable (Event) -> Void
         let tally = Locked(Tally())
         /// Downloads of this run that did not end in a published image; they widen the in-flight margin.
@@ -196,11 +212,12 @@ extension Pipeline {
         /// Save notifications in flight; they never hold a download slot.
         let notifications = Locked<[Task<Void, Never>]>([])
 
-        init(pipeline: Pipeline, manager: DownloadManager, sink: any ImageSink, source: any CandidateSource, onEvent: @escaping @Sendable (Event) -> Void) {
+        init(pipeline: Pipeline, manager: DownloadManager, sink: any ImageSink, source: any CandidateSource, robots: RobotsGate?, onEvent: @escaping @Sendable (Event) -> Void) {
             self.pipeline = pipeline
             self.manager = manager
             self.sink = sink
             self.source = source
+            self.robots = robots
             self.onEvent = onEvent
         }
 
@@ -259,10 +276,17 @@ extension Pipeline {
 
         /// Whether the download ended without a loss (published, cancelled as surplus, or not admitted).
         private func downloadAndPublish(_ candidate: Candidate) async -> Bool {
-            let request = DownloadRequest(url: candidate.url, directory: sink.stagingDirectory, filter: configuration.filter)
+            if let robots, let refusal = await robots.refusal(for: candidate.url) {
+                if Task.isCancelled { return true }
+                refuse(candidate, reason: "disallowed", message: refusal)
+                return false
+            }
+            let request = DownloadRequest(url: candidate.url, directory: sink.stagingDirectory, filter: configuration.filter, optOut: configuration.optOut)
             switch await manager.download(request) {
             case .failure(.cancelled):
                 return true
+            case let .failure(.optedOut(directive)):
+                refuse(candidate, reason: "opted_out", message: "X-Robots-Tag: \(directive)")
             case let .failure(.filtered(reason)):
                 tally.withLock { $0.filtered += 1 }
                 sink.settle(url: candidate.url, provenance: candidate.provenance, as: .filtered(reason))
@@ -280,7 +304,20 @@ extension Pipeline {
                     if error.isTransient { $0.hasTransientFailures = true }
                 }
                 onEvent(.failed(candidate, error))
-            case let .success(image):
+            case var .success(image):
+                if let transform = configuration.transform, !transform.isIdentity {
+                    do throws(ImageTransform.Failure) {
+                        image = try transform.apply(to: image, validator: ImageValidator())
+                    } catch {
+                        tally.withLock {
+                            $0.failed += 1
+                            $0.failures["resize", default: 0] += 1
+                        }
+                        sink.settle(url: candidate.url, provenance: candidate.provenance, as: .failed(reason: "resize", message: error.description, isTransient: false))
+                        onEvent(.notice("\(error.description): \(candidate.url.absoluteString)"))
+                        return false
+                    }
+                }
                 switch await sink.publish(image, stem: candidate.stem, provenance: candidate.provenance) {
                 case let .saved(record):
                     tally.withLock {
@@ -314,6 +351,15 @@ extension Pipeline {
                 }
             }
             return false
+        }
+
+        /// Counts and reports a candidate its host or its response refuses.
+        private func refuse(_ candidate: Candidate, reason: String, message: String) {
+            tally.withLock {
+                if reason == "disallowed" { $0.disallowed += 1 } else { $0.optedOut += 1 }
+            }
+            sink.settle(url: candidate.url, provenance: candidate.provenance, as: .refused(reason: reason, message: message))
+            onEvent(.refused(candidate, reason: reason, message: message))
         }
 
         /// Ends the run when `error` means the sink can take no more images.

@@ -1,0 +1,77 @@
+import Foundation
+import MirrorTransport
+
+/// Each host's `robots.txt`, fetched once per run (the first time one of its URLs comes up) and kept for the run.
+///
+/// RFC 9309's reading of the fetch: a 2xx body is parsed (its first 500 KiB); a 4xx means no rules; a 5xx, a network
+/// failure or too many redirects means complete disallow. The fetch goes through the run's transport with its user
+/// agent; concurrent asks for one host share one fetch.
+public final class RobotsGate: Sendable {
+    private let loader: any HTTPLoading
+    private let agent: String
+    private let template: TransferRequest
+    private let hosts = Locked<[String: Task<RobotsVerdict, Never>]>([:])
+
+    /// How one host's file was read.
+    public struct RobotsVerdict: Sendable {
+        var rules: RobotsRules
+        /// Why everything is refused when the file could not be had, or `nil`.
+        var unavailable: String?
+    }
+
+    /// Creates the gate.
+    /// - Parameters:
+    ///   - loader: The transport.
+    ///   - agent: The product token rules are read for. Default `mirror`.
+    ///   - userAgent: The `User-Agent` of the fetches.
+    public init(loader: any HTTPLoading, agent: String = "mirror", userAgent: String = MirrorVersion.userAgent) {
+        self.loader = loader
+        self.agent = agent
+        var template = TransferRequest(url: URL(string: "http://localhost/robots.txt")!)
+        template.userAgent = userAgent
+        template.maximumBodyBytes = 500 * 1024
+        template.totalTimeout = .seconds(30)
+        self.template = template
+    }
+
+    /// Why `url` may not be fetched (`robots.txt disallows /private/`), or `nil` when it may.
+    public func refusal(for url: URL) async -> String? {
+        guard let origin = Self.origin(of: url) else { return nil }
+        let task = hosts.withLock { hosts -> Task<RobotsVerdict, Never> in
+            if let task = hosts[origin] { return task }
+            let task = Task { await self.fetch(origin) }
+            hosts[origin] = task
+            return task
+        }
+        let verdict = await task.value
+        if let unavailable = verdict.unavailable { return "robots.txt unavailable (\(unavailable)); RFC 9309 says assume disallow" }
+        return verdict.rules.allows(url) ? nil : "robots.txt disallows \(url.path(percentEncoded: true))"
+    }
+
+    private func fetch(_ origin: String) async -> RobotsVerdict {
+        var request = template
+        request.url = URL(string: origin + "/robots.txt")!
+        do {
+            let response = try await loader.perform(request)
+            switch response.status {
+            case 200..<300:
+                return RobotsVerdict(rules: RobotsRules(parsing: String(decoding: response.body, as: UTF8.self), agent: agent))
+            case 400..<500:
+                return RobotsVerdict(rules: .allowAll)
+            default:
+                return RobotsVerdict(rules: .disallowAll, unavailable: "HTTP \(response.status)")
+            }
+        } catch .tooLarge {
+            return RobotsVerdict(rules: .allowAll)
+        } catch {
+            return RobotsVerdict(rules: .disallowAll, unavailable: error.description)
+        }
+    }
+
+    /// `scheme://host[:port]`, lowercased.
+    static func origin(of url: URL) -> String? {
+        guard let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased() else { return nil }
+        let bracketed = host.contains(":") ? "[\(host)]" : host
+        return "\(scheme)://\(bracketed)" + (url.port.map { ":\($0)" } ?? "")
+    }
+}
