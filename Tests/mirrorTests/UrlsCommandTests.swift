@@ -40,7 +40,8 @@ struct UrlsCommandTests {
         let summary = try JSONSerialization.jsonObject(with: Data(first.stdout.utf8)) as? [String: Any]
         #expect(summary?["saved"] as? Int == 20)
         #expect(summary?["failed"] as? Int == 0)
-        #expect(server.totalRequests == 20)
+        #expect(server.requests.filter { $0.path != "/robots.txt" }.count == 20)
+        #expect(server.requests.filter { $0.path == "/robots.txt" }.count == 1)  // honoured, fetched once
 
         // When it runs again
         server.resetCounters()

@@ -40,6 +40,10 @@ func describe(_ error: any Error) -> (message: String, status: ExitStatus) {
         }
     case is CancellationError:
         return ("interrupted", .interrupted)
+    case let mismatch as ShardSink.ShardSizeMismatch:
+        return (mismatch.description, .usage)
+    case let table as TableError:
+        return ("\(table.description); what was saved is kept", .failure)
     case let held as FolderLock.Held:
         return ("\(held.description); wait for it to finish, or stop it first", .locked)
     case let file as FileError:

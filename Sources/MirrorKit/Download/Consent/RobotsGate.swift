@@ -3,9 +3,11 @@ import MirrorTransport
 
 /// Each host's `robots.txt`, fetched once per run (the first time one of its URLs comes up) and kept for the run.
 ///
-/// RFC 9309's reading of the fetch: a 2xx body is parsed (its first 500 KiB); a 4xx means no rules; a 5xx, a network
-/// failure or too many redirects means complete disallow. The fetch goes through the run's transport with its user
-/// agent; concurrent asks for one host share one fetch.
+/// RFC 9309's reading of the fetch: a 2xx body is parsed; a 4xx means no rules; a 5xx means complete disallow. One
+/// deliberate departure: when the host cannot be reached at all (DNS, connect, TLS, timeout) its URLs go on to be
+/// fetched, so that each fails with that network error — reported, transient, retried by a rerun — rather than being
+/// filed as disallowed by a rule nobody could read. A file over 500 KiB is not read (everything allowed). The fetch
+/// goes through the run's transport with its user agent; concurrent asks for one host share one fetch.
 public final class RobotsGate: Sendable {
     private let loader: any HTTPLoading
     private let agent: String
@@ -61,10 +63,10 @@ public final class RobotsGate: Sendable {
             default:
                 return RobotsVerdict(rules: .disallowAll, unavailable: "HTTP \(response.status)")
             }
-        } catch .tooLarge {
-            return RobotsVerdict(rules: .allowAll)
+        } catch .tooManyRedirects(let limit) {
+            return RobotsVerdict(rules: .disallowAll, unavailable: "more than \(limit) redirects")
         } catch {
-            return RobotsVerdict(rules: .disallowAll, unavailable: error.description)
+            return RobotsVerdict(rules: .allowAll)
         }
     }
 

@@ -169,6 +169,7 @@ public final class ShardSink: ImageSink {
         let index = position / configuration.shardSize
         let full = state.withLock { state -> OpenShard? in
             state.highestPosition = max(state.highestPosition, position)
+            guard !state.complete.contains(index) else { return nil }  // a bad row of a shard an earlier run wrote
             state.open[index, default: OpenShard()].rows[position] = row
             guard state.open[index]!.rows.count == configuration.shardSize else { return nil }
             return state.open.removeValue(forKey: index)

@@ -1,0 +1,351 @@
+import Foundation
+import MirrorTestSupport
+import Testing
+
+/// Dataset collection end to end: tables in, WebDataset shards out, resized, resumable; opt-out headers and
+/// robots.txt. The shards are listed and unpacked by GNU tar here; `scripts/check-datasets` reads them with the
+/// `webdataset` package and Hugging Face `datasets`.
+@Suite("mirror urls, datasets, end to end", .serialized)
+struct DatasetCommandTests {
+    static let rows = 1_000
+
+    /// What row `index` of the test table is: an image, a missing one (404), or a bad row.
+    enum Row {
+        case image, missing, bad(String)
+
+        init(_ index: Int) {
+            if index % 50 == 7 { self = .bad(index % 100 == 7 ? "not a url" : "") }
+            else if index % 97 == 3 { self = .missing }
+            else { self = .image }
+        }
+    }
+
+    /// A server with the table's images (PNGs of varied sizes) at /i/<row>.png, each after `latency`.
+    private func serve(latency: Duration = .zero) throws -> TestServer {
+        let server = try TestServer.start(latency: latency)
+        for index in 0..<Self.rows where { if case .image = Row(index) { true } else { false } }() {
+            let png = TestImages.png(width: 70 + index % 50, height: 65 + index % 30, seed: UInt64(index))
+            server.route("/i/\(index).png", .ok(png, contentType: "image/png"))
+        }
+        return server
+    }
+
+    /// The table as CSV, with quoted captions and two extra columns.
+    private func csv(_ server: TestServer) -> String {
+        var lines = ["url,caption,source,score"]
+        for index in 0..<Self.rows {
+            let url: String
+            switch Row(index) {
+            case .image, .missing: url = server.url("/i/\(index).png").absoluteString
+            case let .bad(text): url = text
+            }
+            lines.append("\(url),\"image \(index), \"\"quoted\"\"\",web,\(index % 10)")
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    private var expected: (saved: Int, failed: Int, invalid: Int) {
+        var counts = (saved: 0, failed: 0, invalid: 0)
+        for index in 0..<Self.rows {
+            switch Row(index) {
+            case .image: counts.saved += 1
+            case .missing: counts.failed += 1
+            case .bad: counts.invalid += 1
+            }
+        }
+        return counts
+    }
+
+    /// Runs a command-line tool and returns its standard output.
+    @discardableResult
+    private static func tool(_ path: String, _ arguments: [String]) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        let out = Pipe()
+        process.standardOutput = out
+        try process.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// A PNG's width and height, from its IHDR chunk.
+    private static func pngSize(_ data: Data) -> (Int, Int)? {
+        guard data.count >= 24, data.starts(with: [0x89, 0x50, 0x4E, 0x47]) else { return nil }
+        let bytes = [UInt8](data[16..<24])
+        let width = bytes[0..<4].reduce(0) { $0 << 8 | Int($1) }
+        let height = bytes[4..<8].reduce(0) { $0 << 8 | Int($1) }
+        return (width, height)
+    }
+
+    private static func stats(_ out: URL) throws -> [[String: Any]] {
+        let names = try FileManager.default.contentsOfDirectory(atPath: out.path).filter { $0.hasSuffix("_stats.json") }.sorted()
+        return try names.map { try JSONSerialization.jsonObject(with: Data(contentsOf: out.appendingPathComponent($0))) as! [String: Any] }
+    }
+
+    /// Checks every shard of `out`: samples complete and 64×64, records one per row, stats adding up to the table.
+    private func checkShards(_ out: URL, shardSize: Int) throws {
+        let stats = try Self.stats(out)
+        #expect(stats.count == (Self.rows + shardSize - 1) / shardSize)
+        #expect(stats.map { $0["rows"] as? Int ?? 0 }.reduce(0, +) == Self.rows)
+        #expect(stats.map { $0["saved"] as? Int ?? 0 }.reduce(0, +) == expected.saved)
+        #expect(stats.map { $0["failed"] as? Int ?? 0 }.reduce(0, +) == expected.failed)
+        #expect(stats.map { $0["invalid"] as? Int ?? 0 }.reduce(0, +) == expected.invalid)
+        for shard in stats {
+            let parts = ["saved", "failed", "invalid", "duplicates", "filtered", "opted_out", "disallowed"].map { shard[$0] as? Int ?? 0 }
+            #expect(parts.reduce(0, +) == shard["rows"] as? Int, "\(shard)")
+        }
+        var keys = Set<String>()
+        for index in 0..<stats.count {
+            let name = String(format: "%05d", index)
+            let unpacked = out.appendingPathComponent(".unpacked-\(name)")
+            try FileManager.default.createDirectory(at: unpacked, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: unpacked) }
+            try Self.tool("/bin/tar", ["-xf", out.appendingPathComponent(name + ".tar").path, "-C", unpacked.path])
+            let members = try FileManager.default.contentsOfDirectory(atPath: unpacked.path)
+            let samples = Set(members.map { String($0.split(separator: ".").first!) })
+            #expect(samples.count == stats[index]["saved"] as? Int)
+            for key in samples {
+                #expect(keys.insert(key).inserted, "\(key) in two shards")
+                let position = Int(key)!
+                #expect(position / shardSize == index)
+                guard case .image = Row(position) else {
+                    Issue.record("row \(position) has no image but a sample")
+                    continue
+                }
+                let image = try Data(contentsOf: unpacked.appendingPathComponent(key + ".png"))
+                #expect(Self.pngSize(image).map { [$0.0, $0.1] } == [64, 64], "\(key)")
+                let record = try JSONSerialization.jsonObject(with: Data(contentsOf: unpacked.appendingPathComponent(key + ".json"))) as! [String: Any]
+                #expect(record["key"] as? String == key)
+                #expect(record["width"] as? Int == 64 && record["original_width"] as? Int == 70 + position % 50)
+                #expect(record["source"] as? String == "web" && record["score"] as? String == String(position % 10))
+                let caption = try String(contentsOf: unpacked.appendingPathComponent(key + ".txt"), encoding: .utf8)
+                #expect(caption == "image \(position), \"quoted\"")
+            }
+            // One record line per row, in row order, failures with their status
+            let lines = try String(contentsOf: out.appendingPathComponent(name + ".jsonl"), encoding: .utf8).split(separator: "\n")
+            #expect(lines.count == stats[index]["rows"] as? Int)
+            let statuses = lines.map { line in
+                (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["status"] as? String ?? "?"
+            }
+            for (offset, status) in statuses.enumerated() {
+                let position = index * shardSize + offset
+                switch Row(position) {
+                case .image: #expect(status == "success", "row \(position)")
+                case .missing: #expect(status == "failed", "row \(position)")
+                case .bad: #expect(status == "invalid", "row \(position)")
+                }
+            }
+        }
+        #expect(keys.count == expected.saved)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: out.path).filter { $0.hasSuffix(".part") }.isEmpty)
+    }
+
+    @Test func aThousandRowCSVBecomesResizedShardsWhoseStatsAddUp() async throws {
+        // Given a 1,000-row CSV with captions, two extra columns, 20 bad rows and 10 missing images
+        let server = try serve()
+        defer { server.stop() }
+        let work = TemporaryFolder()
+        let table = work.file("table.csv")
+        try csv(server).write(to: table, atomically: true, encoding: .utf8)
+        let out = work.file("out")
+
+        // When it becomes WebDataset shards of 256, center-cropped to 64
+        let run = try await MirrorBinary.run([
+            "urls", table.path, "--out", out.path, "--format", "webdataset", "--shard-size", "256",
+            "--resize", "center-crop", "--size", "64", "--keep-cols", "source,score", "--json",
+        ])
+
+        // Then it exits 3 (some rows gave no image), every bad row is named by its row number, and the shards hold it all
+        #expect(run.status == 3, "stderr: \(run.stderr.suffix(500))")
+        #expect(run.stderr.contains("skipped row 8: not an http(s) URL: not a url"))
+        #expect(run.stderr.contains("skipped row 58: no URL"))
+        let summary = try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any]
+        #expect(summary?["saved"] as? Int == expected.saved)
+        #expect(summary?["invalidRows"] as? Int == expected.invalid)
+        #expect(summary?["shards"] as? Int == 4)
+        try checkShards(out, shardSize: 256)
+
+        // And a rerun is a no-op: no image requested, no shard touched
+        server.resetCounters()
+        let again = try await MirrorBinary.run(["urls", table.path, "--out", out.path, "--format", "webdataset", "--shard-size", "256", "--resize", "center-crop", "--size", "64", "--json"])
+        #expect(server.totalRequests == 0)
+        let second = try JSONSerialization.jsonObject(with: Data(again.stdout.utf8)) as? [String: Any]
+        #expect(second?["shardsWritten"] as? Int == 0)
+        #expect(second?["skipped"] as? Int == Self.rows - expected.invalid)
+
+        // And another shard size for the same folder is refused with one line
+        let other = try await MirrorBinary.run(["urls", table.path, "--out", out.path, "--format", "webdataset", "--shard-size", "100"])
+        #expect(other.status != 0 && other.stderr.contains("holds shards of 256 rows; run again with --shard-size 256"))
+    }
+
+    @Test func theSameTableAsGzippedJSONLGivesTheSameShards() async throws {
+        let server = try serve()
+        defer { server.stop() }
+        let work = TemporaryFolder()
+        var lines: [String] = []
+        for index in 0..<Self.rows {
+            let url: Any
+            switch Row(index) {
+            case .image, .missing: url = server.url("/i/\(index).png").absoluteString
+            case let .bad(text): url = text
+            }
+            let object: [String: Any] = ["url": url, "caption": "image \(index), \"quoted\"", "source": "web", "score": String(index % 10)]
+            lines.append(String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self))
+        }
+        let plain = work.file("table.jsonl")
+        try (lines.joined(separator: "\n") + "\n").write(to: plain, atomically: true, encoding: .utf8)
+        try Self.tool("/bin/gzip", [plain.path])
+        let out = work.file("out")
+        let run = try await MirrorBinary.run([
+            "urls", plain.path + ".gz", "--out", out.path, "--format", "webdataset", "--shard-size", "256",
+            "--resize", "center-crop", "--size", "64", "--keep-cols", "source,score", "--quiet",
+        ])
+        #expect(run.status == 3, "stderr: \(run.stderr.suffix(500))")
+        try checkShards(out, shardSize: 256)
+    }
+
+    @Test func aKilledRunKeepsItsCompleteShardsAndRedoesOnlyTheOpenOne() async throws {
+        // Given the table served slowly enough that a run takes seconds, with a disk cache shared by the runs
+        let server = try serve(latency: .milliseconds(15))
+        defer { server.stop() }
+        let work = TemporaryFolder()
+        let table = work.file("table.csv")
+        try csv(server).write(to: table, atomically: true, encoding: .utf8)
+        let out = work.file("out")
+        let arguments = [
+            "urls", table.path, "--out", out.path, "--format", "webdataset", "--shard-size", "256",
+            "--resize", "center-crop", "--size", "64", "--keep-cols", "source,score", "--quiet", "--concurrency", "8",
+        ]
+        let environment = ["XDG_CACHE_HOME": work.file("cache").path]
+
+        // When it is SIGKILLed once the first shard is complete
+        let running = try MirrorBinary.start(arguments, environment: environment)
+        let firstStats = out.appendingPathComponent("00000_stats.json")
+        let deadline = ContinuousClock.now + .seconds(60)
+        while !FileManager.default.fileExists(atPath: firstStats.path), running.process.isRunning, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        kill(running.process.processIdentifier, SIGKILL)
+        _ = await running.finish()
+        let complete = try Self.stats(out).map { $0["shard"] as! Int }
+        #expect(!complete.isEmpty && complete.count < 4, "complete after the kill: \(complete)")
+        var before: [String: (Data, Date)] = [:]
+        for index in complete {
+            for suffix in [".tar", ".jsonl", "_stats.json"] {
+                let file = out.appendingPathComponent(String(format: "%05d", index) + suffix)
+                let date = try FileManager.default.attributesOfItem(atPath: file.path)[.modificationDate] as! Date
+                before[file.lastPathComponent] = (try Data(contentsOf: file), date)
+            }
+        }
+
+        // And run again to the end
+        server.resetCounters()
+        let again = try await MirrorBinary.run(arguments, environment: environment)
+        #expect(again.status == 3, "stderr: \(again.stderr.suffix(500))")
+
+        // Then the complete shards are untouched (bytes and modification time), none of their rows was fetched again,
+        // and the whole table is there exactly once
+        for (name, (data, date)) in before {
+            let file = out.appendingPathComponent(name)
+            #expect(try Data(contentsOf: file) == data, "\(name) changed")
+            #expect(try FileManager.default.attributesOfItem(atPath: file.path)[.modificationDate] as? Date == date, "\(name) rewritten")
+        }
+        let refetched = server.requests.compactMap { request -> Int? in
+            guard request.path.hasPrefix("/i/") else { return nil }
+            return Int(request.path.dropFirst(3).dropLast(4))
+        }
+        #expect(refetched.allSatisfy { !complete.contains($0 / 256) })
+        try checkShards(out, shardSize: 256)
+    }
+}
+
+/// Opt-out headers and robots.txt, end to end.
+@Suite("mirror urls, opt-out and robots.txt", .serialized)
+struct ConsentCommandTests {
+    @Test func xRobotsTagOptsImagesOutForAllAgentsOrForMirror() async throws {
+        // Given images served with various X-Robots-Tag headers
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let cases: [(path: String, tag: String?, optedOut: Bool)] = [
+            ("/plain.png", nil, false),
+            ("/noai.png", "noai", true),
+            ("/both.png", "noindex, nofollow", true),
+            ("/other-agent.png", "googlebot: noimageai", false),
+            ("/for-mirror.png", "mirror: noimageai", true),
+            ("/unavailable.png", "unavailable_after: 25 Jun 2010 15:00:00 PST", false),
+        ]
+        for (index, item) in cases.enumerated() {
+            let png = TestImages.png(width: 10 + index, height: 10, seed: UInt64(index))
+            let headers = [("Content-Type", "image/png")] + (item.tag.map { [("X-Robots-Tag", $0)] } ?? [])
+            server.route(item.path, Response(headers: headers, body: .bytes(png)))
+        }
+        let list = cases.map { server.url($0.path).absoluteString }.joined(separator: "\n") + "\n"
+
+        // When the list runs
+        let out = TemporaryFolder()
+        let run = try await MirrorBinary.run(["urls", "-", "--out", out.path, "--json"], stdin: list)
+
+        // Then exactly the opted-out images are skipped, counted, and said so; the exit code is 0
+        #expect(run.status == 0, "stderr: \(run.stderr)")
+        let summary = try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any]
+        #expect(summary?["optedOut"] as? Int == cases.filter(\.optedOut).count)
+        #expect(Set(out.visibleFiles) == Set(cases.filter { !$0.optedOut }.map { String($0.path.dropFirst()) } + ["manifest.jsonl"]))
+        #expect(run.stderr.contains("X-Robots-Tag: noai"))
+
+        // And --opt-out-tokens narrows the directives, --ignore-opt-out takes them all
+        let narrow = TemporaryFolder()
+        let onlyNoAI = try await MirrorBinary.run(["urls", "-", "--out", narrow.path, "--json", "--opt-out-tokens", "noai"], stdin: list)
+        #expect((try JSONSerialization.jsonObject(with: Data(onlyNoAI.stdout.utf8)) as? [String: Any])?["optedOut"] as? Int == 1)
+        let all = TemporaryFolder()
+        let ignoring = try await MirrorBinary.run(["urls", "-", "--out", all.path, "--json", "--ignore-opt-out"], stdin: list)
+        #expect(ignoring.status == 0)
+        #expect(all.visibleFiles.count == cases.count + 1)
+    }
+
+    @Test func robotsTxtIsHonouredPerHostFetchedOnce() async throws {
+        // Given a host whose robots.txt shuts out every agent but gives mirror its own, narrower group
+        let host = try TestServer.start()
+        defer { host.stop() }
+        host.route("/robots.txt", .ok(Data("""
+            User-agent: *
+            Disallow: /
+
+            User-agent: mirror
+            Disallow: /private/
+            Allow: /private/ok
+            """.utf8), contentType: "text/plain"))
+        let paths = ["/public/a.png", "/private/b.png", "/private/ok.png", "/c.png"]
+        for (index, path) in paths.enumerated() {
+            host.route(path, .ok(TestImages.png(width: 12 + index, height: 12, seed: UInt64(index)), contentType: "image/png"))
+        }
+        // And a host whose robots.txt answers 503 (RFC 9309: assume complete disallow)
+        let down = try TestServer.start()
+        defer { down.stop() }
+        down.route("/robots.txt", .status(503))
+        down.route("/d.png", .ok(TestImages.png(width: 20, height: 20, seed: 9), contentType: "image/png"))
+        let list = (paths.map { host.url($0).absoluteString } + [down.url("/d.png").absoluteString]).joined(separator: "\n") + "\n"
+
+        // When the list runs
+        let out = TemporaryFolder()
+        let run = try await MirrorBinary.run(["urls", "-", "--out", out.path, "--json"], stdin: list)
+
+        // Then the disallowed URLs are never requested and are counted, and each robots.txt was fetched once
+        #expect(run.status == 0, "stderr: \(run.stderr)")
+        let summary = try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any]
+        #expect(summary?["disallowed"] as? Int == 2)
+        #expect(Set(out.visibleFiles) == ["a.png", "ok.png", "c.png", "manifest.jsonl"])
+        #expect(host.requests.filter { $0.path == "/robots.txt" }.count == 1)
+        #expect(!host.requests.contains { $0.path == "/private/b.png" })
+        #expect(down.requests.map(\.path) == ["/robots.txt"])
+        #expect(run.stderr.contains("robots.txt disallows /private/b.png"))
+        #expect(run.stderr.contains("robots.txt unavailable (HTTP 503)"))
+
+        // And --ignore-robots fetches them all
+        let all = TemporaryFolder()
+        let ignoring = try await MirrorBinary.run(["urls", "-", "--out", all.path, "--ignore-robots"], stdin: list)
+        #expect(ignoring.status == 0)
+        #expect(all.visibleFiles.count == paths.count + 2)
+    }
+}
