@@ -349,3 +349,89 @@ struct ConsentCommandTests {
         #expect(all.visibleFiles.count == paths.count + 2)
     }
 }
+
+/// `--queries`: one labelled subfolder per query, one manifest, one exit status.
+@Suite("mirror --queries, end to end", .serialized)
+struct QueriesCommandTests: EmulatedSearch {
+    @Test func threeQueriesFillThreeLabelledFoldersWithOneManifest() async throws {
+        // Given three queries, two of which the emulator answers with the same images ("src:2" is dropped from the
+        // query it searches), and one comment line
+        let api = try emulator()
+        defer { api.stop() }
+        let work = TemporaryFolder()
+        let queries = work.file("queries.txt")
+        try "kittens\n# a comment\nkittens src:2\npuppies\n".write(to: queries, atomically: true, encoding: .utf8)
+        let out = work.file("out")
+
+        // When mirror fills 12 of each
+        let run = try await MirrorBinary.run(
+            ["--queries", queries.path, "--count", "12", "--out", out.path, "--provider", "openverse", "--json"],
+            environment: environment(api)
+        )
+
+        // Then each query has its folder of exactly 12, the manifest lists all 36 with the query as label, and the
+        // images found by both kitten queries are kept in both and counted as cross-label duplicates
+        #expect(run.status == 0, "stderr: \(run.stderr)")
+        let folders = ["kittens": "kittens", "kittens-src-2": "kittens src:2", "puppies": "puppies"]
+        for folder in folders.keys {
+            let files = try FileManager.default.contentsOfDirectory(atPath: out.appendingPathComponent(folder).path)
+            #expect(files.count == 12, "\(folder): \(files)")
+        }
+        let manifest = try String(contentsOf: out.appendingPathComponent("manifest.jsonl"), encoding: .utf8).split(separator: "\n")
+        #expect(manifest.count == 36)
+        var labels: [String: Int] = [:]
+        for line in manifest {
+            let record = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            let file = try #require(record["file_name"] as? String)
+            let label = try #require(record["label"] as? String)
+            #expect(folders[String(file.split(separator: "/").first ?? "")] == label, "\(file) labelled \(label)")
+            #expect(FileManager.default.fileExists(atPath: out.appendingPathComponent(file).path))
+            labels[label, default: 0] += 1
+        }
+        #expect(labels == ["kittens": 12, "kittens src:2": 12, "puppies": 12])
+        let summary = try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any]
+        #expect(summary?["saved"] as? Int == 36)
+        #expect(summary?["crossLabelDuplicates"] as? Int == 12)
+
+        // And a rerun with a higher count tops each folder up, fetching only the difference
+        let again = try await MirrorBinary.run(
+            ["--queries", queries.path, "--count", "14", "--out", out.path, "--provider", "openverse", "--json"],
+            environment: environment(api)
+        )
+        #expect(again.status == 0, "stderr: \(again.stderr)")
+        let second = try JSONSerialization.jsonObject(with: Data(again.stdout.utf8)) as? [String: Any]
+        #expect(second?["saved"] as? Int == 6)
+        #expect(second?["total"] as? Int == 42)
+    }
+
+    @Test func uniqueAcrossQueriesKeepsAnImageOnlyInTheFirstFolder() async throws {
+        let api = try emulator()
+        defer { api.stop() }
+        let work = TemporaryFolder()
+        let queries = work.file("queries.txt")
+        try "kittens\nkittens src:2\n".write(to: queries, atomically: true, encoding: .utf8)
+        let out = work.file("out")
+        let run = try await MirrorBinary.run(
+            ["--queries", queries.path, "--count", "10", "--out", out.path, "--provider", "openverse", "--unique-across-queries", "--json"],
+            environment: environment(api)
+        )
+        #expect(run.status == 0, "stderr: \(run.stderr)")
+        // Both folders hold 10, and no bytes are in both
+        let records = try String(contentsOf: out.appendingPathComponent("manifest.jsonl"), encoding: .utf8).split(separator: "\n").map {
+            try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+        }
+        #expect(records.count == 20)
+        #expect(Set(records.compactMap { $0["sha256"] as? String }).count == 20)
+        let summary = try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any]
+        #expect(summary?["crossLabelDuplicates"] as? Int == 0)
+    }
+
+    @Test func queriesThatWouldShareAFolderAreAUsageError() async throws {
+        let work = TemporaryFolder()
+        let queries = work.file("queries.txt")
+        try "red car\nred-car\n".write(to: queries, atomically: true, encoding: .utf8)
+        let run = try await MirrorBinary.run(["--queries", queries.path, "--count", "3", "--out", work.file("out").path])
+        #expect(run.status == 64)
+        #expect(run.stderr.contains("would share the folder red-car"))
+    }
+}

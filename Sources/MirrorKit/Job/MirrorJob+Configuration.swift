@@ -31,6 +31,11 @@ extension MirrorJob {
         public var nameTemplate: NameTemplate?
         /// Whether saved files are fsynced before publishing. Default true.
         public var isSyncEnabled = true
+        /// The label of this query's images and the subfolder they go to (`--queries`: the query and its folder
+        /// name), or `nil` for a flat folder. ``count`` then counts that subfolder's images only.
+        public var label: (name: String, subfolder: String)?
+        /// Whether an image another label holds is refused rather than kept again (`--unique-across-queries`).
+        public var uniqueAcrossLabels = false
         /// The environment keys and endpoint overrides are read from.
         public var environment: [String: String] = ProcessInfo.processInfo.environment
 

@@ -18,6 +18,9 @@ extension MirrorJob {
         public var failed = 0, duplicates = 0, filtered = 0
         /// Failures by reason (`http-404`, `truncated`, …).
         public var failures: [String: Int] = [:]
+        /// For a `--queries` run: the query (its label), and images saved that another query's folder holds too.
+        public var label: String?
+        public var crossLabelDuplicates = 0
 
         // MARK: The search
 

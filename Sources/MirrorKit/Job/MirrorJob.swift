@@ -30,7 +30,7 @@ public struct MirrorJob: Sendable {
         let store = try StateStore(url: folder.stateDirectory.appendingPathComponent("state.sqlite"))
         try store.synchronizeImages(with: folder.records)
         let providerNames = configuration.providers.joined(separator: ",")
-        let needed = configuration.count - folder.savedCount
+        let needed = configuration.count - folder.savedCount(label: configuration.label?.name)
         guard needed > 0 else {
             var summary = summary(of: SearchStatistics(), report: nil, folder: folder, started: started)
             summary.upToDate = true
@@ -43,9 +43,9 @@ public struct MirrorJob: Sendable {
 
         var pipeline = pipelineConfiguration(target: needed)
         pipeline.skip = (try? store.permanentlyFailedURLs()) ?? []
-        let sink = FolderSink(
+        let sink = try FolderSink(
             folder: folder, store: store, isSyncEnabled: configuration.isSyncEnabled, admissionLimit: needed,
-            nameTemplate: configuration.nameTemplate
+            nameTemplate: configuration.nameTemplate, label: configuration.label, uniqueAcrossLabels: configuration.uniqueAcrossLabels
         )
         let report = await Pipeline(configuration: pipeline, loader: driver).run(from: SearchSource(feed: feed, query: configuration.query), into: sink) { event in
             switch event {
@@ -62,7 +62,8 @@ public struct MirrorJob: Sendable {
         // Keep the cache (images and pages, one folder) within its size limit, least recently used first.
         configuration.downloads.cache?.sweep()
 
-        let summary = summary(of: feed.statistics, report: report, folder: folder, started: started)
+        var summary = summary(of: feed.statistics, report: report, folder: folder, started: started)
+        summary.crossLabelDuplicates = sink.crossLabelDuplicates
         try? store.recordSearch(
             query: configuration.query, providers: providerNames, saved: summary.saved,
             pagesFetched: summary.pages, exhausted: summary.exhausted
@@ -91,7 +92,8 @@ public struct MirrorJob: Sendable {
         summary.target = configuration.count
         summary.providers = configuration.providers
         summary.providerStatus = configuration.providers.map { ProviderReport(provider: $0, statistics: statistics.perProvider[$0]) }
-        summary.total = folder?.savedCount ?? 0
+        summary.total = folder?.savedCount(label: configuration.label?.name) ?? 0
+        summary.label = configuration.label?.name
         summary.pages = statistics.pagesFetched
         summary.apiRequests = statistics.requestsMade + statistics.notificationsSent + statistics.notificationsFailed
         summary.downloadNotifications = statistics.notificationsSent

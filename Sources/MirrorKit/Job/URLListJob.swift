@@ -106,7 +106,7 @@ public struct URLListJob: Sendable {
         let sink: any ImageSink
         switch configuration.format {
         case .folder:
-            sink = FolderSink(folder: try OutputFolder(directory: configuration.directory), isSyncEnabled: configuration.isSyncEnabled)
+            sink = try FolderSink(folder: try OutputFolder(directory: configuration.directory), isSyncEnabled: configuration.isSyncEnabled)
         case let .webDataset(shardSize):
             var shards = ShardSink.Configuration(directory: configuration.directory, shardSize: shardSize)
             shards.isSyncEnabled = configuration.isSyncEnabled

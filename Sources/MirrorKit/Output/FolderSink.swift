@@ -17,6 +17,8 @@ public final class FolderSink: ImageSink {
     public let store: StateStore?
     /// How files are named; `nil` names them after the candidate's stem.
     public let nameTemplate: NameTemplate?
+    /// The label of this run's images and the subfolder they go to (`--queries`), or `nil`.
+    public let label: (name: String, subfolder: String)?
     private let committer: ImageCommitter
 
     /// Creates the sink.
@@ -26,17 +28,27 @@ public final class FolderSink: ImageSink {
     ///   - isSyncEnabled: Whether files, the folder and the manifest are fsynced. Default true.
     ///   - admissionLimit: Images this run may publish at most, or `nil` for no limit.
     ///   - nameTemplate: How files are named, or `nil` for `<stem>.<ext>`.
-    public init(folder: OutputFolder, store: StateStore? = nil, isSyncEnabled: Bool = true, admissionLimit: Int? = nil, nameTemplate: NameTemplate? = nil) {
+    ///   - label: The label of this run's images and their subfolder (made if missing), or `nil` for none.
+    ///   - uniqueAcrossLabels: Whether bytes another label holds are refused rather than kept again.
+    public init(
+        folder: OutputFolder, store: StateStore? = nil, isSyncEnabled: Bool = true, admissionLimit: Int? = nil,
+        nameTemplate: NameTemplate? = nil, label: (name: String, subfolder: String)? = nil, uniqueAcrossLabels: Bool = false
+    ) throws(FileError) {
         self.folder = folder
         self.store = store
         self.nameTemplate = nameTemplate
-        committer = ImageCommitter(folder: folder, store: store, isSyncEnabled: isSyncEnabled, admissionLimit: admissionLimit)
+        self.label = label
+        if let label { try folder.makeSubfolder(label.subfolder) }
+        committer = ImageCommitter(folder: folder, store: store, isSyncEnabled: isSyncEnabled, admissionLimit: admissionLimit, uniqueAcrossLabels: uniqueAcrossLabels)
     }
+
+    /// Images saved this run whose bytes another label holds too.
+    public var crossLabelDuplicates: Int { committer.crossLabelDuplicates }
 
     public var stagingDirectory: URL { folder.directory }
 
     public func contains(normalizedURL: String, provenance: ImageProvenance) -> Bool {
-        folder.contains(normalizedURL: normalizedURL)
+        folder.contains(normalizedURL: normalizedURL, label: label?.name)
     }
 
     public func publish(_ image: VerifiedImage, stem: String, provenance: ImageProvenance) async -> PublishOutcome {
@@ -50,12 +62,16 @@ public final class FolderSink: ImageSink {
             }
         }
         let naming = name
-        return await withCheckedContinuation { continuation in
+        let label = self.label
+        var provenance = provenance
+        provenance.label = label?.name ?? provenance.label
+        return await withCheckedContinuation { [provenance] continuation in
             committer.commit(ImageCommitter.Item(
                 image: image,
                 stem: stem,
                 name: naming,
                 record: { file in ManifestRecord(file: file, image: image, provenance: provenance) },
+                label: label,
                 completion: { continuation.resume(returning: $0) }
             ))
         }

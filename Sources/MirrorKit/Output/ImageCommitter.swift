@@ -23,6 +23,8 @@ public final class ImageCommitter: Sendable {
         public var name: (@Sendable (_ index: Int) -> String)?
         /// Builds the manifest record once the file name is known.
         public var record: @Sendable (_ fileName: String) -> ManifestRecord
+        /// The label (a `--queries` run's query) and the subfolder its images go to, or `nil`.
+        public var label: (name: String, subfolder: String)?
         public var completion: @Sendable (Outcome) -> Void
         /// Set when the file could not be synced; the item then fails.
         var syncError: FileError?
@@ -30,8 +32,10 @@ public final class ImageCommitter: Sendable {
         public init(
             image: VerifiedImage, stem: String, name: (@Sendable (_ index: Int) -> String)? = nil,
             record: @escaping @Sendable (_ fileName: String) -> ManifestRecord,
+            label: (name: String, subfolder: String)? = nil,
             completion: @escaping @Sendable (Outcome) -> Void
         ) {
+            self.label = label
             self.image = image
             self.stem = stem
             self.name = name
@@ -55,11 +59,19 @@ public final class ImageCommitter: Sendable {
     public let isSyncEnabled: Bool
     /// Images admitted at most in this run, or nil for no limit.
     public let admissionLimit: Int?
+    /// Whether bytes saved under one label are refused under another (`--unique-across-queries`). Default false:
+    /// kept in both, and counted in ``crossLabelDuplicates``.
+    public let uniqueAcrossLabels: Bool
+    private let crossLabel = Locked(0)
+
+    /// Images saved this run whose bytes another label already holds.
+    public var crossLabelDuplicates: Int { crossLabel.withLock { $0 } }
     private let queue = DispatchQueue(label: "mirror.commit")
     private let syncPool = BlockingPool(maximumThreads: 8, name: "mirror.fsync")
     private let state = Locked(State())
 
-    public init(folder: OutputFolder, store: StateStore? = nil, isSyncEnabled: Bool = true, admissionLimit: Int? = nil) {
+    public init(folder: OutputFolder, store: StateStore? = nil, isSyncEnabled: Bool = true, admissionLimit: Int? = nil, uniqueAcrossLabels: Bool = false) {
+        self.uniqueAcrossLabels = uniqueAcrossLabels
         self.folder = folder
         self.store = store
         self.isSyncEnabled = isSyncEnabled
@@ -145,7 +157,9 @@ public final class ImageCommitter: Sendable {
                 continue
             }
             let digest = item.image.sha256
-            if let existing = folder.file(withSHA256: digest) ?? batchDigests[digest] {
+            let label = item.label?.name
+            let batchKey = uniqueAcrossLabels ? digest : (label ?? "") + "\u{0}" + digest
+            if let existing = folder.file(withSHA256: digest, label: label, anyLabel: uniqueAcrossLabels) ?? batchDigests[batchKey] {
                 outcomes[index] = .duplicate(of: existing)
                 continue
             }
@@ -155,7 +169,11 @@ public final class ImageCommitter: Sendable {
             }
             let name = freeName(for: item, index: folder.savedCount + accepted.count + 1, avoiding: batchNames)
             batchNames.insert(name.lowercased())
-            batchDigests[digest] = name
+            if label != nil, !uniqueAcrossLabels, folder.file(withSHA256: digest, anyLabel: true) != nil
+                || batchDigests.keys.contains(where: { $0.hasSuffix("\u{0}" + digest) }) {
+                crossLabel.withLock { $0 += 1 }
+            }
+            batchDigests[batchKey] = name
             admitted += 1
             accepted.append((index, name, item.record(name)))
         }
@@ -198,15 +216,16 @@ public final class ImageCommitter: Sendable {
     /// A name no saved file and no file of this batch has, ignoring case (`batchNames` are lowercased).
     private func freeName(for item: Item, index: Int, avoiding batchNames: Set<String>) -> String {
         let format = item.image.info.format
-        let plain = item.name?(index) ?? FileNaming.fileName(stem: item.stem, format: format)
+        let prefix = item.label.map { $0.subfolder + "/" } ?? ""
+        let plain = prefix + (item.name?(index) ?? FileNaming.fileName(stem: item.stem, format: format))
         if !batchNames.contains(plain.lowercased()) && !folder.isTaken(plain) { return plain }
-        let stem = String(plain.dropLast(format.fileExtension.count + 1))
+        let stem = String(plain.dropFirst(prefix.count).dropLast(format.fileExtension.count + 1))
         let digest = item.image.sha256
         for length in [8, 12, 16, 64] {
-            let name = FileNaming.fileName(stem: stem, format: format, suffix: String(digest.prefix(length)))
+            let name = prefix + FileNaming.fileName(stem: stem, format: format, suffix: String(digest.prefix(length)))
             if !batchNames.contains(name.lowercased()) && !folder.isTaken(name) { return name }
         }
-        return FileNaming.fileName(stem: stem, format: format, suffix: UUID().uuidString.lowercased())
+        return prefix + FileNaming.fileName(stem: stem, format: format, suffix: UUID().uuidString.lowercased())
     }
 
     private func syncFile(_ url: URL) throws(FileError) {

@@ -22,12 +22,19 @@ public final class OutputFolder: Sendable {
     /// What is saved, as lookups. Keys are 128-bit fingerprints, not the strings themselves: a run of 100,000 URLs
     /// keeps three of these per image, and 16 bytes a key instead of 60 to 100 is most of that memory. A collision
     /// (2^-128 for a pair) could only make a URL or a digest look saved, or a free name look taken.
+    ///
+    /// URLs and digests are kept per label (the query of a `--queries` run; none otherwise): one image may be saved
+    /// once in each labelled subfolder.
     private struct State {
         var count = 0
-        /// Normalised URLs saved.
+        /// Images saved under each label (`""` for none).
+        var counts: [String: Int] = [:]
+        /// Normalised URLs saved, with their label.
         var urls: Set<Fingerprint> = []
-        /// The first file saved with each SHA-256.
+        /// The first file saved with each SHA-256 under each label.
         var filesBySHA: [Fingerprint: String] = [:]
+        /// The first file saved with each SHA-256, whatever its label.
+        var filesBySHAAnyLabel: [Fingerprint: String] = [:]
         /// Saved file names, lowercased.
         var names: Set<Fingerprint> = []
     }
@@ -94,6 +101,11 @@ public final class OutputFolder: Sendable {
     /// Images the manifest lists.
     public var savedCount: Int { state.withLock { $0.count } }
 
+    /// Images saved under `label` (`nil`: those with none).
+    public func savedCount(label: String?) -> Int {
+        state.withLock { $0.counts[label ?? "", default: 0] }
+    }
+
     /// All records, in manifest order, read from the manifest. (Only what lookups need is kept in memory,
     /// so that a folder of 100,000 images does not hold 100,000 records.)
     public var records: [ManifestRecord] { ManifestRecord.read(from: manifestURL) }
@@ -103,16 +115,31 @@ public final class OutputFolder: Sendable {
         contains(normalizedURL: CacheKey(url: url).normalizedURL)
     }
 
-    /// Whether an image from the URL whose `CacheKey(url:).normalizedURL` this is is already saved.
-    public func contains(normalizedURL key: String) -> Bool {
-        let fingerprint = Fingerprint(key)
+    /// Whether an image from the URL whose `CacheKey(url:).normalizedURL` this is is already saved (under `label`).
+    public func contains(normalizedURL key: String, label: String? = nil) -> Bool {
+        let fingerprint = Self.scoped(key, label: label)
         return state.withLock { $0.urls.contains(fingerprint) }
     }
 
-    /// The file already holding these bytes, if any.
-    public func file(withSHA256 digest: String) -> String? {
-        let fingerprint = Fingerprint(digest)
+    /// The file already holding these bytes (under `label`, or under any label when `anyLabel`), if any.
+    public func file(withSHA256 digest: String, label: String? = nil, anyLabel: Bool = false) -> String? {
+        if anyLabel {
+            let fingerprint = Fingerprint(digest)
+            return state.withLock { $0.filesBySHAAnyLabel[fingerprint] }
+        }
+        let fingerprint = Self.scoped(digest, label: label)
         return state.withLock { $0.filesBySHA[fingerprint] }
+    }
+
+    /// A lookup key of `text` under `label`: the text alone when there is none, so unlabelled folders read as before.
+    private static func scoped(_ text: String, label: String?) -> Fingerprint {
+        guard let label, !label.isEmpty else { return Fingerprint(text) }
+        return Fingerprint(label + "\u{0}" + text)
+    }
+
+    /// Makes the subfolder labelled images go to.
+    public func makeSubfolder(_ name: String) throws(FileError) {
+        try Self.makeDirectory(directory.appendingPathComponent(name, isDirectory: true))
     }
 
     /// Whether a file name is taken (by a saved image or anything else in the folder). Saved names are
@@ -154,9 +181,12 @@ public final class OutputFolder: Sendable {
 
     private static func remember(_ record: ManifestRecord, in state: inout State) {
         state.count += 1
-        if let url = URL(string: record.url) { state.urls.insert(Fingerprint(CacheKey(url: url).normalizedURL)) }
-        let digest = Fingerprint(record.sha256)
+        state.counts[record.label ?? "", default: 0] += 1
+        if let url = URL(string: record.url) { state.urls.insert(scoped(CacheKey(url: url).normalizedURL, label: record.label)) }
+        let digest = scoped(record.sha256, label: record.label)
         state.filesBySHA[digest] = state.filesBySHA[digest] ?? record.file
+        let anyLabel = Fingerprint(record.sha256)
+        state.filesBySHAAnyLabel[anyLabel] = state.filesBySHAAnyLabel[anyLabel] ?? record.file
         state.names.insert(Fingerprint(record.file.lowercased()))
     }
 

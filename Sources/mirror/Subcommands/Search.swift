@@ -17,9 +17,15 @@ struct Search: AsyncParsableCommand {
     )
 
     @Argument(help: "The search query (several words are joined with spaces).")
-    var query: [String]
+    var query: [String] = []
 
-    @Option(help: "How many images the folder should hold (1–100000).")
+    @Option(help: "A file of queries, one a line: each gets its own subfolder of --count images, labelled by the query.")
+    var queries: String?
+
+    @Flag(help: "With --queries: keep an image found by two queries only in the first one's folder.")
+    var uniqueAcrossQueries = false
+
+    @Option(help: "How many images the folder (with --queries: each query's subfolder) should hold (1–100000).")
     var count: Int
 
     @Option(name: .customLong("out"), help: "The output folder (created if missing).")
@@ -62,7 +68,13 @@ struct Search: AsyncParsableCommand {
     var queryText: String { query.joined(separator: " ").trimmingCharacters(in: .whitespaces) }
 
     func validate() throws {
-        guard !queryText.isEmpty else { throw ValidationError("The query is empty: say what to search for, e.g. 'mirror kittens --count 50 --out ./imgs'.") }
+        if queries != nil {
+            guard queryText.isEmpty else { throw ValidationError("Give a query or --queries FILE, not both.") }
+            guard !dryRun else { throw ValidationError("--dry-run takes one query, not --queries.") }
+        } else {
+            guard !queryText.isEmpty else { throw ValidationError("The query is empty: say what to search for, e.g. 'mirror kittens --count 50 --out ./imgs'.") }
+            guard !uniqueAcrossQueries else { throw ValidationError("--unique-across-queries needs --queries FILE.") }
+        }
         guard (1...100_000).contains(count) else { throw ValidationError("--count must be between 1 and 100000.") }
         if let pages, pages < 1 { throw ValidationError("--pages must be at least 1.") }
         guard (0...10).contains(apiRetries) else { throw ValidationError("--api-retries must be between 0 and 10.") }
@@ -99,8 +111,8 @@ struct Search: AsyncParsableCommand {
         return formats
     }
 
-    func makeConfiguration() throws -> MirrorJob.Configuration {
-        var configuration = MirrorJob.Configuration(query: queryText, count: count, directory: URL(fileURLWithPath: output))
+    func makeConfiguration(query: String? = nil) throws -> MirrorJob.Configuration {
+        var configuration = MirrorJob.Configuration(query: query ?? queryText, count: count, directory: URL(fileURLWithPath: output))
         configuration.providers = providerNames
         configuration.endpoint = endpoint.flatMap(URL.init(string:))
         configuration.pageLimit = pages
@@ -121,6 +133,10 @@ struct Search: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if let queries {
+            try await runQueries(queries)
+            return
+        }
         let job = MirrorJob(configuration: try makeConfiguration())
         if dryRun {
             try await runDry(job)
@@ -149,6 +165,102 @@ struct Search: AsyncParsableCommand {
         result.interrupted = result.interrupted || interrupted
         report(result)
         throw status(of: result).exitCode
+    }
+
+    /// `--queries FILE`: each query in turn fills its own subfolder to the count; one manifest, one state database,
+    /// one exit status (the worst of them).
+    private func runQueries(_ path: String) async throws {
+        let list: [(query: String, folder: String)]
+        do {
+            list = try Self.readQueries(path)
+        } catch {
+            printError(String(describing: error))
+            throw ExitStatus.usage.exitCode
+        }
+        var summaries: [MirrorJob.Summary] = []
+        var worst = ExitStatus.success
+        for (query, folder) in list {
+            var configuration = try makeConfiguration(query: query)
+            configuration.label = (query, folder)
+            configuration.uniqueAcrossLabels = uniqueAcrossQueries
+            let job = MirrorJob(configuration: configuration)
+            let renderer = ProgressRenderer(mode: ProgressRenderer.mode(quiet: outputOptions.quiet), target: count)
+            do {
+                let (summary, interrupted) = try await runInterruptibly(renderer: renderer) {
+                    try await job.run { event in
+                        switch event {
+                        case let .saved(record, source): renderer.saved(record, source: source)
+                        case let .failed(url, error): renderer.failed(url, error.description)
+                        case .duplicate, .filtered: break
+                        case let .retrying(url, attempt, delay, reason): renderer.retrying(url, attempt: attempt, delay: delay, reason: reason)
+                        case let .notice(line): renderer.note(line)
+                        }
+                    }
+                }
+                var result = summary
+                result.interrupted = result.interrupted || interrupted
+                summaries.append(result)
+                if !outputOptions.quiet {
+                    var line = "\(folder)/: \(result.total)/\(result.target) (\(result.saved) saved"
+                    if result.crossLabelDuplicates > 0 { line += ", \(result.crossLabelDuplicates) also in another query's folder" }
+                    line += ")"
+                    if result.exhausted { line += "; the sources ran dry" }
+                    FileHandle.standardError.write(Data((line + "\n").utf8))
+                }
+                worst = Self.worse(worst, status(of: result))
+                if result.interrupted { break }
+            } catch let exit as ExitCode {
+                // The job printed its one line; a configuration error (a key, the folder) ends them all.
+                let status = ExitStatus(rawValue: exit.rawValue) ?? .failure
+                worst = Self.worse(worst, status)
+                if status != .unavailable { break }
+            }
+        }
+        if outputOptions.json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            struct Total: Encodable {
+                var queries: [MirrorJob.Summary]
+                var saved: Int
+                var total: Int
+                var crossLabelDuplicates: Int
+            }
+            let total = Total(
+                queries: summaries, saved: summaries.map(\.saved).reduce(0, +), total: summaries.map(\.total).reduce(0, +),
+                crossLabelDuplicates: summaries.map(\.crossLabelDuplicates).reduce(0, +)
+            )
+            if let data = try? encoder.encode(total) { FileHandle.standardOutput.write(data + Data("\n".utf8)) }
+        }
+        throw worst.exitCode
+    }
+
+    /// The queries of a file (one a line; blank lines and `#` comments skipped; repeats dropped) with their folders.
+    static func readQueries(_ path: String) throws -> [(query: String, folder: String)] {
+        let text: String
+        do {
+            text = path == "-" ? String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self) : try String(contentsOfFile: path, encoding: .utf8)
+        } catch {
+            throw ValidationError("cannot read the queries file \(path): \((error as NSError).localizedDescription)")
+        }
+        var list: [(query: String, folder: String)] = []
+        var folders: [String: String] = [:]
+        for line in text.split(whereSeparator: \.isNewline) {
+            let query = line.trimmingCharacters(in: .whitespaces)
+            guard !query.isEmpty, !query.hasPrefix("#"), !list.contains(where: { $0.query == query }) else { continue }
+            let folder = FileNaming.sanitize(query, fallback: "query")
+            if let other = folders[folder.lowercased()] {
+                throw ValidationError("the queries \"\(other)\" and \"\(query)\" would share the folder \(folder); reword one")
+            }
+            folders[folder.lowercased()] = query
+            list.append((query, folder))
+        }
+        guard !list.isEmpty else { throw ValidationError("the queries file \(path) holds no query (one a line)") }
+        return list
+    }
+
+    private static func worse(_ a: ExitStatus, _ b: ExitStatus) -> ExitStatus {
+        let order: [ExitStatus] = [.success, .exhausted, .unavailable, .failure, .configuration, .locked, .usage, .interrupted]
+        return (order.firstIndex(of: a) ?? 0) >= (order.firstIndex(of: b) ?? 0) ? a : b
     }
 
     private func runDry(_ job: MirrorJob) async throws {
