@@ -149,6 +149,22 @@ try:
               for file, label in zip([json.loads(l)["file_name"] for l in open(os.path.join(labelled, "manifest.jsonl"))],
                                      [json.loads(l)["label"] for l in open(os.path.join(labelled, "manifest.jsonl"))])),
           "each file sits in its label's folder")
+    print("Parquet, through the README's one-line recipe")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    parquet = os.path.join(work, "urls.parquet")
+    urls = [f"http://127.0.0.1:{port}/{index}.jpg" for index in range(ROWS) if kind(index) == "image"][:50]
+    pq.write_table(pa.table({"url": urls, "caption": [captions[u] for u in urls]}), parquet)
+    readme = open(os.path.join(os.path.dirname(__file__), "..", "README.md"), encoding="utf-8").read()
+    recipe = next(line for line in readme.splitlines() if line.startswith("python3 -c 'import sys, pyarrow.parquet"))
+    from_parquet = os.path.join(work, "from-parquet")
+    command = (recipe.replace("urls.parquet", parquet).replace("| mirror urls", f"| {MIRROR} urls")
+               .replace("./dataset", from_parquet) + " --quiet")
+    path_env = dict(env, PATH=os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", ""))
+    run = subprocess.run(["bash", "-o", "pipefail", "-c", command], capture_output=True, text=True, env=path_env)
+    check(run.returncode == 0, f"the recipe exits 0: {run.returncode} {run.stderr[-300:]}")
+    hf = datasets.load_dataset("imagefolder", data_dir=from_parquet, split="train")
+    check(hf.num_rows == 50 and sorted(hf["caption"]) == sorted(captions[u] for u in urls), "every Parquet row's image and caption arrived")
     print("check-datasets: all checks passed")
 finally:
     server.terminate()

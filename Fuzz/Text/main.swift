@@ -1,4 +1,4 @@
-// libFuzzer harness for the small parsers of untrusted text: URL lists, file naming, name templates, cache keys,
+// libFuzzer harness for the small parsers of untrusted text: URL tables (text, CSV, TSV, JSONL, gzip), file naming, name templates, cache keys,
 // Retry-After values and error-body messages.
 //
 // Not part of Package.swift: `scripts/fuzz` compiles it with `-sanitize=fuzzer,address -parse-as-library`
@@ -42,11 +42,23 @@ public func fuzzText(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
 
     switch selector % 6 {
     case 0:
-        let list = URLList(parsing: text)
-        for url in list.urls {
-            precondition(["http", "https"].contains(url.scheme?.lowercased() ?? ""), "accepted \(url)")
+        // A table of URLs, raw bytes (gzip when they start like it) in each format: rows in order, only http(s) URLs
+        let tableFormat = TableFormat.allCases[Int(selector >> 3) % TableFormat.allCases.count]
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("mirror-fuzz-table-\(getpid())")
+        try? data.write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        if let reader = try? TableReader(path: file.path, format: tableFormat, columns: TableColumns()) {
+            var position = 0
+            while let row = try? reader.next() {
+                precondition(row.position == position, "row \(row.position) after \(position - 1)")
+                position += 1
+                if case let .success(url) = row.url {
+                    precondition(["http", "https"].contains(url.scheme?.lowercased() ?? ""), "accepted \(url)")
+                }
+                _ = row.key
+                _ = row.place
+            }
         }
-        for line in list.invalidLines { _ = line.description }
     case 1:
         let name = FileNaming.sanitize(text)
         checkFileName(name, limit: FileNaming.maximumLength, text)
