@@ -61,18 +61,12 @@ static inline void mirror_vips_error(char *error, size_t capacity) {
 }
 
 /// Decodes `input` (applying its EXIF orientation), fits it as `fit` asks, and encodes it with `saver` (a libvips
-/// suffix with options, such as ".jpg[Q=95,strip]"). On success `*output` is a buffer to free with g_free.
+/// suffix with options, such as ".jpg[Q=95,strip]"). On success `*output` is a buffer to free with g_free. (The size
+/// as downloaded is the caller's: it has read the header already.)
 static inline int mirror_vips_transform(
     const void *input, size_t length, int fit, int size, int only_if_bigger, const char *saver,
-    void **output, size_t *output_length, int *original_width, int *original_height, int *width, int *height,
-    char *error, size_t error_capacity
+    void **output, size_t *output_length, int *width, int *height, char *error, size_t error_capacity
 ) {
-    VipsImage *header = vips_image_new_from_buffer(input, length, "", "access", MIRROR_VIPS_ACCESS_SEQUENTIAL, NULL);
-    if (!header) { mirror_vips_error(error, error_capacity); return -1; }
-    *original_width = vips_image_get_width(header);
-    *original_height = vips_image_get_height(header);
-    g_object_unref(header);
-
     VipsImage *image = NULL;
     if (fit == MIRROR_VIPS_NONE) {
         VipsImage *loaded = vips_image_new_from_buffer(input, length, "", "access", MIRROR_VIPS_ACCESS_SEQUENTIAL, NULL);

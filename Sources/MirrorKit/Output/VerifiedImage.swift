@@ -26,4 +26,10 @@ public struct VerifiedImage: Sendable, Equatable {
     public var originalWidth: Int? = nil
     /// The height as downloaded, when the file was resized or re-encoded since; else `nil`.
     public var originalHeight: Int? = nil
+    /// The SHA-256 of the bytes as downloaded, when the file was resized or re-encoded since; else `nil`.
+    public var originalSHA256: String? = nil
+
+    /// What duplicates are judged by: the bytes as downloaded (two different downloads that resize to the same
+    /// pixels are still two images).
+    public var downloadDigest: String { originalSHA256 ?? sha256 }
 }

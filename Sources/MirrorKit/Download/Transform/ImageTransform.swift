@@ -68,13 +68,12 @@ public struct ImageTransform: Sendable, Hashable {
         }
         var output: UnsafeMutableRawPointer?
         var length = 0
-        var original = (width: Int32(0), height: Int32(0))
         var final = (width: Int32(0), height: Int32(0))
         var error = [CChar](repeating: 0, count: 512)
         let status = input.withUnsafeBytes { bytes in
             mirror_vips_transform(
                 bytes.baseAddress, bytes.count, fitCode, Int32(size), onlyIfBigger ? 1 : 0, saver(for: image.info.format),
-                &output, &length, &original.width, &original.height, &final.width, &final.height, &error, error.count
+                &output, &length, &final.width, &final.height, &error, error.count
             )
         }
         guard status == 0, let output else {
@@ -102,9 +101,10 @@ public struct ImageTransform: Sendable, Hashable {
         result.temporaryFile = destination.url
         result.info = info
         result.bytes = Int64(length)
+        result.originalSHA256 = image.downloadDigest
         result.sha256 = sha256Hex(data)
-        result.originalWidth = Int(original.width)
-        result.originalHeight = Int(original.height)
+        result.originalWidth = image.originalWidth ?? image.info.width
+        result.originalHeight = image.originalHeight ?? image.info.height
         return result
     }
 

@@ -49,7 +49,8 @@ public final class ShardSink: ImageSink {
         /// Shards whose stats file exists (written by this run or an earlier one).
         var complete: Set<Int>
         var open: [Int: OpenShard] = [:]
-        /// The bytes of every image saved by this run, by SHA-256 fingerprint, with the key that holds them.
+        /// The bytes of every image saved by this run (as downloaded, before any resize), by SHA-256 fingerprint, with
+        /// the key that holds them.
         var digests: [Fingerprint: String] = [:]
         var published = 0
         var highestPosition = -1
@@ -107,7 +108,7 @@ public final class ShardSink: ImageSink {
         let position = provenance.key.flatMap(Int.init) ?? 0
         let key = TableRowKey.key(position)
         let record = ManifestRecord(file: key + "." + image.info.format.fileExtension, image: image, provenance: provenance)
-        let fingerprint = Fingerprint(image.sha256)
+        let fingerprint = Fingerprint(image.downloadDigest)
         let outcome: PublishOutcome = state.withLock { state in
             if let failure = state.failure { return .failed(failure) }
             if let existing = state.digests[fingerprint] { return .duplicate(of: existing) }

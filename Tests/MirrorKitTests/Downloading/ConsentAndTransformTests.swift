@@ -1,0 +1,153 @@
+import Foundation
+import MirrorImages
+@testable import MirrorKit
+import MirrorTestSupport
+import Testing
+
+@Suite("X-Robots-Tag opt-out")
+struct OptOutPolicyTests {
+    let policy = OptOutPolicy()
+
+    @Test(arguments: [
+        ("noai", "noai"), ("NoImageAI", "noimageai"), ("nofollow, noindex", "noindex"), ("mirror: noimageindex", "noimageindex"),
+        ("MIRROR: noai, nofollow", "noai"),
+    ])
+    func directivesForEveryAgentOrForMirrorOptOut(value: String, directive: String) {
+        #expect(policy.refusal(value: value) == directive)
+    }
+
+    @Test(arguments: ["nofollow", "googlebot: noai", "otherbot: noindex, noimageai", "unavailable_after: 25 Jun 2010 15:00:00 PST", "", "all"])
+    func otherDirectivesAndOtherAgentsDoNot(value: String) {
+        #expect(policy.refusal(value: value) == nil)
+    }
+
+    @Test func everyHeaderIsReadAndOnlyTheGivenTokensCount() {
+        let headers = [(name: "Content-Type", value: "image/png"), (name: "x-robots-tag", value: "googlebot: noai"), (name: "X-Robots-Tag", value: "noindex")]
+        #expect(policy.refusal(headers: headers) == "noindex")
+        #expect(OptOutPolicy(tokens: ["noai"]).refusal(headers: headers) == nil)
+    }
+}
+
+@Suite("robots.txt rules (RFC 9309)")
+struct RobotsRulesTests {
+    private func url(_ path: String) -> URL { URL(string: "http://h.test" + path)! }
+
+    @Test func theAgentsOwnGroupReplacesTheStarGroup() {
+        let rules = RobotsRules(parsing: """
+            User-agent: *
+            Disallow: /
+
+            # mirror may look at most things
+            User-agent: othertool
+            User-agent: Mirror
+            Disallow: /private/   # not this
+            Allow: /private/public
+            """, agent: "mirror")
+        #expect(rules.allows(url("/a.png")))
+        #expect(!rules.allows(url("/private/b.png")))
+        #expect(rules.allows(url("/private/public/c.png")))
+        #expect(!RobotsRules(parsing: "User-agent: *\nDisallow: /\n", agent: "mirror").allows(url("/a.png")))
+    }
+
+    @Test func longestMatchWinsAndAllowWinsATie() {
+        let rules = RobotsRules(parsing: "User-agent: *\nDisallow: /img\nAllow: /img/ok\nDisallow: /x\nAllow: /x\n", agent: "mirror")
+        #expect(!rules.allows(url("/img/a.png")))
+        #expect(rules.allows(url("/img/ok/a.png")))
+        #expect(rules.allows(url("/x/a.png")))
+    }
+
+    @Test func wildcardsAndEndAnchors() {
+        let rules = RobotsRules(parsing: "User-agent: *\nDisallow: /*.gif$\nDisallow: /tmp*/secret\nDisallow: /q?*private\n", agent: "mirror")
+        #expect(!rules.allows(url("/a/b.gif")))
+        #expect(rules.allows(url("/a/b.gif.png")))
+        #expect(!rules.allows(url("/tmp123/secret/x.png")))
+        #expect(!rules.allows(url("/q?x=private")))
+        #expect(rules.allows(url("/q?x=public")))
+    }
+
+    @Test func emptyRulesAndNoGroupAllowEverything() {
+        #expect(RobotsRules(parsing: "User-agent: mirror\nDisallow:\n\nUser-agent: *\nDisallow: /\n", agent: "mirror").allows(url("/a")))
+        #expect(RobotsRules(parsing: "Sitemap: /s.xml\n", agent: "mirror").allows(url("/a")))
+        #expect(!RobotsRules.disallowAll.allows(url("/a")))
+    }
+}
+
+@Suite("Resizing through libvips")
+struct ImageTransformTests {
+    private let folder = TemporaryDirectory()
+    private let validator = ImageValidator()
+
+    /// A verified image of `data` in a temporary file.
+    private func image(_ data: Data) throws -> VerifiedImage {
+        let temporary = try AtomicFile.makeTemporary(in: folder.url)
+        try data.write(to: temporary.url)
+        close(temporary.descriptor)
+        return VerifiedImage(
+            url: URL(string: "http://h.test/a")!, effectiveURL: URL(string: "http://h.test/a")!, temporaryFile: temporary.url,
+            info: try validator.validate(data), bytes: Int64(data.count), sha256: sha256Hex(data), source: .none, attempts: 1,
+            fetchedAt: Date()
+        )
+    }
+
+    @Test(arguments: [
+        (ImageTransform.Fit.keepRatio, 64, 32), (.centerCrop, 64, 64), (.pad, 64, 64),
+    ])
+    func eachFitGivesItsSize(fit: ImageTransform.Fit, width: Int, height: Int) throws {
+        // Given a 200×100 PNG
+        let source = try image(TestImages.png(width: 200, height: 100, seed: 1))
+
+        // When it is fitted into 64 px
+        let result = try ImageTransform(fit: fit, size: 64).apply(to: source, validator: validator)
+        defer { AtomicFile.remove(result.temporaryFile) }
+
+        // Then it has the fit's size, stays a PNG, remembers its original size, and the old file is gone
+        #expect([result.info.width, result.info.height] == [width, height])
+        #expect(result.info.format == .png)
+        #expect(result.originalWidth == 200 && result.originalHeight == 100)
+        #expect(!FileManager.default.fileExists(atPath: source.temporaryFile.path))
+        let bytes = try Data(contentsOf: result.temporaryFile)
+        #expect(Int64(bytes.count) == result.bytes && sha256Hex(bytes) == result.sha256)
+    }
+
+    @Test func onlyIfBiggerLeavesSmallImagesTheirSizeAndEncodingChangesTheFormat() throws {
+        let small = try image(TestImages.png(width: 40, height: 30, seed: 2))
+        let kept = try ImageTransform(fit: .keepRatio, size: 64, onlyIfBigger: true, encoding: .jpeg, quality: 80).apply(to: small, validator: validator)
+        defer { AtomicFile.remove(kept.temporaryFile) }
+        #expect([kept.info.width, kept.info.height] == [40, 30])
+        #expect(kept.info.format == .jpeg)
+        let webp = try ImageTransform(encoding: .webp).apply(to: try image(TestImages.png(width: 20, height: 20, seed: 3)), validator: validator)
+        defer { AtomicFile.remove(webp.temporaryFile) }
+        #expect(webp.info.format == .webp)
+    }
+
+    @Test func exifOrientationIsApplied() throws {
+        // Given an 80×40 JPEG whose EXIF says "rotate 90° clockwise" (orientation 6)
+        let plain = try ImageTransform(encoding: .jpeg).apply(to: try image(TestImages.png(width: 80, height: 40, seed: 4)), validator: validator)
+        var jpeg = try Data(contentsOf: plain.temporaryFile)
+        AtomicFile.remove(plain.temporaryFile)
+        let tiff: [UInt8] = [0x4D, 0x4D, 0x00, 0x2A, 0x00, 0x00, 0x00, 0x08, 0x00, 0x01, 0x01, 0x12, 0x00, 0x03, 0x00, 0x00, 0x00, 0x01, 0x00, 0x06, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00]
+        let payload = Array("Exif".utf8) + [0, 0] + tiff
+        let segment: [UInt8] = [0xFF, 0xE1, UInt8((payload.count + 2) >> 8), UInt8((payload.count + 2) & 0xFF)] + payload
+        jpeg.insert(contentsOf: segment, at: 2)
+
+        // When it is re-encoded without a resize
+        let result = try ImageTransform(encoding: .png).apply(to: try image(jpeg), validator: validator)
+        defer { AtomicFile.remove(result.temporaryFile) }
+
+        // Then it stands upright: 40×80
+        #expect([result.info.width, result.info.height] == [40, 80])
+        #expect(result.originalWidth == 80 && result.originalHeight == 40)
+    }
+
+    @Test func bytesLibvipsCannotReadAreAFailureNotACrash() throws {
+        var broken = TestImages.png(width: 30, height: 30, seed: 5)
+        broken.replaceSubrange(40..<broken.count, with: Data(repeating: 0, count: broken.count - 40))
+        let source = VerifiedImage(
+            url: URL(string: "http://h.test/a")!, effectiveURL: URL(string: "http://h.test/a")!,
+            temporaryFile: try { let t = try AtomicFile.makeTemporary(in: folder.url); try broken.write(to: t.url); close(t.descriptor); return t.url }(),
+            info: ImageInfo(format: .png, width: 30, height: 30), bytes: Int64(broken.count), sha256: "", source: .none, attempts: 1, fetchedAt: Date()
+        )
+        #expect(throws: ImageTransform.Failure.self) { try ImageTransform(fit: .centerCrop, size: 16).apply(to: source, validator: validator) }
+        #expect(!FileManager.default.fileExists(atPath: source.temporaryFile.path))
+    }
+}
