@@ -101,7 +101,7 @@ struct ImageTransformTests {
         defer { AtomicFile.remove(result.temporaryFile) }
 
         // Then it has the fit's size, stays a PNG, remembers its original size, and the old file is gone
-        #expect([result.info.width, result.info.height] == [width, height])
+        #expect(result.info.width == width && result.info.height == height)
         #expect(result.info.format == .png)
         #expect(result.originalWidth == 200 && result.originalHeight == 100)
         #expect(!FileManager.default.fileExists(atPath: source.temporaryFile.path))
@@ -113,7 +113,7 @@ struct ImageTransformTests {
         let small = try image(TestImages.png(width: 40, height: 30, seed: 2))
         let kept = try ImageTransform(fit: .keepRatio, size: 64, onlyIfBigger: true, encoding: .jpeg, quality: 80).apply(to: small, validator: validator)
         defer { AtomicFile.remove(kept.temporaryFile) }
-        #expect([kept.info.width, kept.info.height] == [40, 30])
+        #expect(kept.info.width == 40 && kept.info.height == 30)
         #expect(kept.info.format == .jpeg)
         let webp = try ImageTransform(encoding: .webp).apply(to: try image(TestImages.png(width: 20, height: 20, seed: 3)), validator: validator)
         defer { AtomicFile.remove(webp.temporaryFile) }
@@ -135,7 +135,7 @@ struct ImageTransformTests {
         defer { AtomicFile.remove(result.temporaryFile) }
 
         // Then it stands upright: 40×80
-        #expect([result.info.width, result.info.height] == [40, 80])
+        #expect(result.info.width == 40 && result.info.height == 80)
         #expect(result.originalWidth == 80 && result.originalHeight == 40)
     }
 
