@@ -318,7 +318,7 @@ struct ShardStats {
             "duplicates": duplicates, "filtered": filtered, "opted_out": optedOut, "disallowed": disallowed,
             "bytes": bytes, "seconds": (seconds * 1000).rounded() / 1000,
         ]
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted])) ?? Data()
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
         return data + Data("\n".utf8)
     }
 }
