@@ -146,15 +146,7 @@ struct Search: AsyncParsableCommand {
         let json = outputOptions.json
         let (summary, interrupted) = try await runInterruptibly(renderer: renderer) {
             do {
-                return try await job.run { event in
-                    switch event {
-                    case let .saved(record, source): renderer.saved(record, source: source)
-                    case let .failed(url, error): renderer.failed(url, error.description)
-                    case .duplicate, .filtered: break
-                    case let .retrying(url, attempt, delay, reason): renderer.retrying(url, attempt: attempt, delay: delay, reason: reason)
-                    case let .notice(line): renderer.note(line)
-                    }
-                }
+                return try await job.run { Self.render($0, with: renderer) }
             } catch let failure as MirrorJob.Failure {
                 // A run that failed after starting still owes --json its summary (each provider's status and why).
                 if json, let summary = failure.summary { Self.printJSON(summary) }
@@ -165,6 +157,17 @@ struct Search: AsyncParsableCommand {
         result.interrupted = result.interrupted || interrupted
         report(result)
         throw status(of: result).exitCode
+    }
+
+    /// Shows one event of a search run.
+    private static func render(_ event: MirrorJob.Event, with renderer: ProgressRenderer) {
+        switch event {
+        case let .saved(record, source): renderer.saved(record, source: source)
+        case let .failed(url, error): renderer.failed(url, error.description)
+        case .duplicate, .filtered: break
+        case let .retrying(url, attempt, delay, reason): renderer.retrying(url, attempt: attempt, delay: delay, reason: reason)
+        case let .notice(line): renderer.note(line)
+        }
     }
 
     /// `--queries FILE`: each query in turn fills its own subfolder to the count; one manifest, one state database,
@@ -187,15 +190,7 @@ struct Search: AsyncParsableCommand {
             let renderer = ProgressRenderer(mode: ProgressRenderer.mode(quiet: outputOptions.quiet), target: count)
             do {
                 let (summary, interrupted) = try await runInterruptibly(renderer: renderer) {
-                    try await job.run { event in
-                        switch event {
-                        case let .saved(record, source): renderer.saved(record, source: source)
-                        case let .failed(url, error): renderer.failed(url, error.description)
-                        case .duplicate, .filtered: break
-                        case let .retrying(url, attempt, delay, reason): renderer.retrying(url, attempt: attempt, delay: delay, reason: reason)
-                        case let .notice(line): renderer.note(line)
-                        }
-                    }
+                    try await job.run { Self.render($0, with: renderer) }
                 }
                 var result = summary
                 result.interrupted = result.interrupted || interrupted

@@ -33,45 +33,10 @@ struct Urls: AsyncParsableCommand {
     @Option(help: "Columns carried into each record, comma-separated (a,b,c).")
     var keepCols: String?
 
-    @Option(help: "What to write: folder (files and manifest.jsonl) or webdataset (tar shards with records and stats).")
-    var format = "folder"
-
-    @Option(help: "Table rows per WebDataset shard.")
-    var shardSize = 10_000
-
-    @Option(help: "X-Robots-Tag directives that keep an image out, comma-separated (default noai,noimageai,noindex,noimageindex).")
-    var optOutTokens: String?
-
-    @Flag(help: "Save images whose X-Robots-Tag opts them out.")
-    var ignoreOptOut = false
-
-    @Flag(help: "Fetch URLs their host's robots.txt disallows for mirror.")
-    var ignoreRobots = false
-
-    @Option(help: "Resize saved images: no, keep-ratio (longer side = --size), center-crop (square) or pad (square, black borders).")
-    var resize = "no"
-
-    @Option(help: "The size --resize fits images to, in pixels.")
-    var size = 256
-
-    @Flag(help: "Resize only images larger than --size.")
-    var resizeOnlyIfBigger = false
-
-    @Option(help: "The format written: keep (as downloaded), jpeg, png or webp.")
-    var encode = "keep"
-
-    @Option(help: "JPEG and WebP quality, 1-100.")
-    var quality = 95
-
-    @Option(help: "Skip images whose shorter side is under N pixels (counted as filtered).")
-    var minImageSize: Int?
-
-    @Option(help: "Skip images whose longer side exceeds R times the shorter (counted as filtered).")
-    var maxAspectRatio: Double?
-
     @Option(name: .customLong("out"), help: "The output folder (created if missing).")
     var output: String
 
+    @OptionGroup var dataset: DatasetOptions
     @OptionGroup var network: NetworkOptions
     @OptionGroup var cache: CacheOptions
     @OptionGroup var outputOptions: OutputOptions
@@ -90,24 +55,7 @@ struct Urls: AsyncParsableCommand {
         var configuration = URLListJob.Configuration(directory: URL(fileURLWithPath: output))
         network.apply(to: &configuration.downloads)
         configuration.isSyncEnabled = !outputOptions.noFsync
-        configuration.format = outputFormat
-        configuration.honoursRobots = !ignoreRobots
-        let transform = ImageTransform(
-            fit: ImageTransform.Fit(rawValue: resize) ?? .no, size: size, onlyIfBigger: resizeOnlyIfBigger,
-            encoding: ImageTransform.Encoding(rawValue: encode) ?? .keep, quality: quality
-        )
-        configuration.transform = transform.isIdentity ? nil : transform
-        if minImageSize != nil || maxAspectRatio != nil {
-            var filter = ImageFilter()
-            filter.minimumSide = minImageSize ?? 0
-            filter.maximumAspectRatio = maxAspectRatio
-            configuration.filter = filter
-        }
-        if ignoreOptOut {
-            configuration.optOut = nil
-        } else if let tokens = optOutTokens {
-            configuration.optOut = OptOutPolicy(tokens: Set(tokens.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }))
-        }
+        dataset.apply(to: &configuration)
         if !cache.noCache {
             let directory = cache.cacheDirectory.map { URL(fileURLWithPath: $0) } ?? DiskCache.defaultDirectory()
             configuration.downloads.cache = ImageCache(configuration: .init { $0.directory = directory })
@@ -128,24 +76,6 @@ struct Urls: AsyncParsableCommand {
         }
         report(summary, interrupted: interrupted)
         throw exitStatus(for: summary, interrupted: interrupted).exitCode
-    }
-
-    func validate() throws {
-        guard ["folder", "webdataset"].contains(format) else {
-            throw ValidationError("--format must be folder or webdataset")
-        }
-        guard shardSize >= 1 else { throw ValidationError("--shard-size must be at least 1") }
-        guard ImageTransform.Fit(rawValue: resize) != nil else {
-            throw ValidationError("--resize must be no, keep-ratio, center-crop or pad")
-        }
-        guard ImageTransform.Encoding(rawValue: encode) != nil else { throw ValidationError("--encode must be keep, jpeg, png or webp") }
-        guard (1...100).contains(quality) else { throw ValidationError("--quality must be 1 to 100") }
-        guard (1...65_535).contains(size) else { throw ValidationError("--size must be 1 to 65535") }
-        if let maxAspectRatio, !(maxAspectRatio >= 1) { throw ValidationError("--max-aspect-ratio must be 1 or more") }
-    }
-
-    private var outputFormat: URLListJob.OutputFormat {
-        format == "webdataset" ? .webDataset(shardSize: shardSize) : .folder
     }
 
     private func openTable() throws(TableError) -> TableReader {
