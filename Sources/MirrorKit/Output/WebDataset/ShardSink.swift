@@ -138,24 +138,19 @@ public final class ShardSink: ImageSink {
     /// Writes the last shard when the table was read to its end and every row of it settled; otherwise drops the open
     /// shards' waiting images (a rerun redoes those rows, from the disk cache where it has them).
     public func finish(sourceExhausted: Bool) async {
-        let (leftovers, last) = state.withLock { state -> ([Int: OpenShard], Int?) in
-            var last: Int?
-            if sourceExhausted, state.highestPosition >= 0 {
-                let index = state.highestPosition / configuration.shardSize
-                let expected = state.highestPosition - index * configuration.shardSize + 1
-                if let shard = state.open[index], shard.rows.count == expected {
-                    last = index
-                }
+        var (open, highest) = state.withLock { state in
+            defer { state.open = [:] }
+            return (state.open, state.highestPosition)
+        }
+        // The table's last shard is complete when every row from its first to the table's last has settled.
+        if sourceExhausted, highest >= 0 {
+            let index = highest / configuration.shardSize
+            if let shard = open[index], shard.rows.count == highest - index * configuration.shardSize + 1 {
+                open[index] = nil
+                enqueue(index: index, shard: shard)
             }
-            var open = state.open
-            state.open = [:]
-            if let last, let shard = open.removeValue(forKey: last) { state.open[last] = shard }
-            return (open, last)
         }
-        if let last, let shard = state.withLock({ $0.open.removeValue(forKey: last) }) {
-            enqueue(index: last, shard: shard)
-        }
-        for shard in leftovers.values {
+        for shard in open.values {
             for case let .saved(image, _) in shard.rows.values { AtomicFile.remove(image.temporaryFile) }
         }
         await writer.drain()
