@@ -27,6 +27,7 @@ public struct MirrorJob: Sendable {
         let started = ContinuousClock.now
         let providers = try makeProviders()
         let folder = try OutputFolder(directory: configuration.directory)
+        defer { folder.releaseLock() }  // `--queries` opens the folder again for the next query, in this process
         let store = try StateStore(url: folder.stateDirectory.appendingPathComponent("state.sqlite"))
         try store.synchronizeImages(with: folder.records)
         let providerNames = configuration.providers.joined(separator: ",")

@@ -117,6 +117,7 @@ public struct URLListJob: Sendable {
         pipeline.optOut = configuration.optOut
         pipeline.honoursRobots = configuration.honoursRobots
         pipeline.transform = configuration.transform
+        pipeline.spillDirectory = configuration.directory.appendingPathComponent(".mirror", isDirectory: true)
         pipeline.filter = configuration.filter
         let report = await Pipeline(configuration: pipeline).run(from: table, into: sink) { event in
             switch event {

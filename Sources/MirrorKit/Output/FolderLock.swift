@@ -1,4 +1,5 @@
 import Foundation
+import MirrorTransport
 
 /// An exclusive lock on an output folder (`DIR/.mirror/lock`), so that two runs never write one folder.
 ///
@@ -17,7 +18,8 @@ public final class FolderLock: Sendable {
         }
     }
 
-    private let descriptor: Int32
+    /// The locked file's descriptor, until the lock is released.
+    private let descriptor: Locked<Int32?>
     public let path: String
 
     /// Takes the lock without waiting.
@@ -36,15 +38,21 @@ public final class FolderLock: Sendable {
             let text = count > 0 ? String(decoding: buffer[0..<count], as: UTF8.self) : ""
             throw Held(pid: Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)), path: url.path)
         }
-        self.descriptor = descriptor
+        self.descriptor = Locked(descriptor)
         let pid = "\(getpid())\n"
         _ = ftruncate(descriptor, 0)
         _ = pid.withCString { pwrite(descriptor, $0, strlen($0), 0) }
     }
 
-    /// Releases the lock (closing the descriptor does it).
-    deinit {
+    /// Releases the lock now (closing the descriptor does it), rather than whenever the last reference goes — which
+    /// may be a moment later, on another thread. Safe to call again.
+    public func release() {
+        guard let descriptor = descriptor.withLock({ value -> Int32? in defer { value = nil }; return value }) else { return }
         _ = ftruncate(descriptor, 0)
         close(descriptor)
+    }
+
+    deinit {
+        release()
     }
 }

@@ -110,6 +110,11 @@ public final class OutputFolder: Sendable {
     /// so that a folder of 100,000 images does not hold 100,000 records.)
     public var records: [ManifestRecord] { ManifestRecord.read(from: manifestURL) }
 
+    /// Releases the folder's lock at once (the run is over; a later run in this process may open it again).
+    public func releaseLock() {
+        lock.release()
+    }
+
     /// Whether an image from this URL (normalised with `CacheKey`) is already saved.
     public func contains(url: URL) -> Bool {
         contains(normalizedURL: CacheKey(url: url).normalizedURL)

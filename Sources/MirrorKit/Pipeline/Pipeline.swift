@@ -42,6 +42,9 @@ public struct Pipeline: Sendable {
         public var honoursRobots = false
         /// How saved images are resized and re-encoded; `nil` (the default) keeps the bytes as served.
         public var transform: ImageTransform?
+        /// Where the run keeps the URLs it has seen, in a scratch SQLite file, so that memory stays flat over tables
+        /// of millions of rows; `nil` (the default) keeps them in memory (16 bytes a URL).
+        public var spillDirectory: URL?
 
         /// Candidates in flight at most without a target: wide enough that one busy host's per-host cap does not
         /// hold up the others, small enough that a 10-million-row list is not a task per row.
@@ -148,7 +151,7 @@ public struct Pipeline: Sendable {
         await withTaskCancellationHandler {
             await withTaskGroup(of: Void.self) { group in
                 var inFlight = 0
-                var seen = Set<Fingerprint>()
+                var seen = SeenURLs(spillDirectory: configuration.spillDirectory)
                 while !Task.isCancelled, !run.hasFailedFatally {
                     if let target = configuration.target, sink.publishedCount >= target { break }
                     if !exhausted, sourceError == nil, run.hasRoom(inFlight: inFlight) {
@@ -236,7 +239,7 @@ extension Pipeline {
         }
 
         /// Admission: whether `candidate` goes on to be downloaded; reports why not.
-        func admit(_ candidate: Candidate, seen: inout Set<Fingerprint>) -> Bool {
+        func admit(_ candidate: Candidate, seen: inout SeenURLs) -> Bool {
             if let problem = candidate.problem {
                 tally.withLock { $0.invalid += 1 }
                 sink.settle(url: candidate.url, provenance: candidate.provenance, as: .invalid(problem))
@@ -249,7 +252,7 @@ extension Pipeline {
                 onEvent(.alreadySaved(candidate))
                 return false
             }
-            if !source.yieldsDistinctURLs, !seen.insert(Fingerprint(key)).inserted {
+            if !source.yieldsDistinctURLs, !seen.insert(key) {
                 tally.withLock { $0.duplicates += 1 }
                 sink.settle(url: candidate.url, provenance: candidate.provenance, as: .duplicate(of: nil))
                 onEvent(.duplicate(candidate, of: nil))
@@ -376,5 +379,21 @@ extension Pipeline {
                 await task.value
             }
         }
+    }
+}
+
+/// The normalised URLs a run has admitted: in memory, or in a scratch file when the run may be millions of rows long.
+struct SeenURLs {
+    private var memory = Set<Fingerprint>()
+    private let disk: DiskKeySet?
+
+    init(spillDirectory: URL?) {
+        disk = spillDirectory.flatMap { try? DiskKeySet(directory: $0, name: "seen") }
+    }
+
+    /// Adds `key`; returns whether it was new.
+    mutating func insert(_ key: String) -> Bool {
+        if let disk { return disk.insert(key) }
+        return memory.insert(Fingerprint(key)).inserted
     }
 }

@@ -44,14 +44,14 @@ public final class ShardSink: ImageSink {
     private let state: Locked<State>
     /// Shards are written one at a time, in the background, in the order they complete.
     private let writer = ShardWriterQueue()
+    /// The bytes of every image saved by this run (as downloaded, before any resize), by SHA-256, with the key that
+    /// holds them: on disk, so that a run of millions of images keeps flat memory.
+    private let digests: DiskKeySet
 
     private struct State {
         /// Shards whose stats file exists (written by this run or an earlier one).
         var complete: Set<Int>
         var open: [Int: OpenShard] = [:]
-        /// The bytes of every image saved by this run (as downloaded, before any resize), by SHA-256 fingerprint, with
-        /// the key that holds them.
-        var digests: [Fingerprint: String] = [:]
         var published = 0
         var highestPosition = -1
         var written = 0
@@ -89,6 +89,7 @@ public final class ShardSink: ImageSink {
         try Self.checkShardSize(configuration, settings: hidden.appendingPathComponent("webdataset.json"))
         AtomicFile.removeLeftovers(in: directory)
         state = Locked(State(complete: Self.completeShards(in: directory)))
+        digests = try DiskKeySet(directory: hidden, name: "digests")
     }
 
     public var stagingDirectory: URL { configuration.directory }
@@ -108,13 +109,14 @@ public final class ShardSink: ImageSink {
         let position = provenance.key.flatMap(Int.init) ?? 0
         let key = TableRowKey.key(position)
         let record = ManifestRecord(file: key + "." + image.info.format.fileExtension, image: image, provenance: provenance)
-        let fingerprint = Fingerprint(image.downloadDigest)
-        let outcome: PublishOutcome = state.withLock { state in
-            if let failure = state.failure { return .failed(failure) }
-            if let existing = state.digests[fingerprint] { return .duplicate(of: existing) }
-            state.digests[fingerprint] = key
-            state.published += 1
-            return .saved(record)
+        let outcome: PublishOutcome
+        if let failure = state.withLock({ $0.failure }) {
+            outcome = .failed(failure)
+        } else if !digests.insert(image.downloadDigest, value: key) {
+            outcome = .duplicate(of: digests.value(for: image.downloadDigest) ?? "an earlier sample")
+        } else {
+            state.withLock { $0.published += 1 }
+            outcome = .saved(record)
         }
         if case .saved = outcome {
             add(.saved(image, record), at: position)
