@@ -341,7 +341,9 @@ struct TestServerTests {
         // Then the client learns at once and nothing is left open
         let end = connection.readToEnd().end
         #expect(end == .closed || end == .reset)
-        #expect(elapsed < .seconds(2))
+        // (A stop that waited for the stalled body would never return; 10 s leaves room for a loaded sanitizer run,
+        // where 2 s was once exceeded at 2.4 s.)
+        #expect(elapsed < .seconds(10))
         #expect(server.openConnections == 0)
         #expect((try? RawHTTPConnection(port: server.port)) == nil)
     }
