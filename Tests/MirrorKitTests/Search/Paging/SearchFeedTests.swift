@@ -465,7 +465,9 @@ struct SearchFeedTests {
         #expect(first.results.count == 60)
         #expect(second.results.count == 60)
         #expect(pacedSleeps.count == 2)
-        #expect(pacedSleeps.allSatisfy { $0 > .milliseconds(1500) && $0 <= .seconds(2) })
+        // Each sleep is the interval less the time since the previous request started, so it is at most 2 s; a loaded
+        // ThreadSanitizer run once took over half a second for a loopback page, so no lower bound but "slept at all".
+        #expect(pacedSleeps.allSatisfy { $0 > .zero && $0 <= .seconds(2) })
         #expect(sleeps.all.count == 2)
         #expect(harness.server.totalRequests == 3)
     }
