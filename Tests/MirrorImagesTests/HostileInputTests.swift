@@ -2,7 +2,7 @@ import Foundation
 import MirrorImages
 import Testing
 
-@Suite("Hostile and unusual headers", .timeLimit(.minutes(1)))
+@Suite("Hostile and unusual headers", .timeLimit(.minutes(5)))
 struct HostileInputTests {
     // MARK: - Pixel limit
 

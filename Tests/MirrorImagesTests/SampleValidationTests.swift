@@ -2,7 +2,7 @@ import Foundation
 import MirrorImages
 import Testing
 
-@Suite("Valid samples", .timeLimit(.minutes(1)))
+@Suite("Valid samples", .timeLimit(.minutes(5)))
 struct SampleValidationTests {
     @Test("each sample validates with its exact format, size and frames", arguments: Sample.all)
     func validatesSample(_ sample: Sample) throws {

@@ -2,7 +2,7 @@ import Foundation
 import MirrorImages
 import Testing
 
-@Suite("Truncation", .timeLimit(.minutes(1)))
+@Suite("Truncation", .timeLimit(.minutes(5)))
 struct TruncationTests {
     @Test("each sample cut at a quarter, half, three quarters and one byte short is .truncated", arguments: Sample.all)
     func cutAtSeveralPoints(_ sample: Sample) throws {

@@ -2,7 +2,7 @@ import Foundation
 import MirrorTestSupport
 import Testing
 
-@Suite("TestServer: built-in routes", .timeLimit(.minutes(1)))
+@Suite("TestServer: built-in routes", .timeLimit(.minutes(5)))
 struct BuiltinRoutesTests {
     @Test func bytesAreDeterministic() throws {
         // Given

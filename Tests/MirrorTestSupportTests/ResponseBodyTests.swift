@@ -2,7 +2,7 @@ import Foundation
 import MirrorTestSupport
 import Testing
 
-@Suite("TestServer: every body kind on the wire", .timeLimit(.minutes(1)))
+@Suite("TestServer: every body kind on the wire", .timeLimit(.minutes(5)))
 struct ResponseBodyTests {
     private let sample = Data((0..<100).map { UInt8($0) })
 

@@ -2,7 +2,7 @@ import Foundation
 import MirrorTestSupport
 import Testing
 
-@Suite("TestServer: connections, counters, routes, lifecycle", .timeLimit(.minutes(1)))
+@Suite("TestServer: connections, counters, routes, lifecycle", .timeLimit(.minutes(5)))
 struct TestServerTests {
     @Test func startBindsLoopbackOnARandomPort() throws {
         // Given / When

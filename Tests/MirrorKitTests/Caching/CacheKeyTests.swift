@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import MirrorKit
 
-@Suite("CacheKey normalization", .timeLimit(.minutes(1)))
+@Suite("CacheKey normalization", .timeLimit(.minutes(5)))
 struct CacheKeyTests {
     @Test("the same image with different tracking and key parameters gets the same key")
     func trackingAndSecretsDoNotChangeTheKey() {

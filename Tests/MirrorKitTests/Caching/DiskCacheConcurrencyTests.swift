@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import MirrorKit
 
-@Suite("DiskCache under concurrent use", .timeLimit(.minutes(1)))
+@Suite("DiskCache under concurrent use", .timeLimit(.minutes(5)))
 struct DiskCacheConcurrencyTests {
     @Test("8 tasks storing the same and different keys leave a consistent cache", arguments: [true, false])
     func concurrentStores(prefersHardLinks: Bool) async throws {

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import MirrorKit
 
-@Suite("DiskCache pages", .timeLimit(.minutes(1)))
+@Suite("DiskCache pages", .timeLimit(.minutes(5)))
 struct DiskCachePageTests {
     private let pageKey = CacheKey(url: URL(string: "https://api.example.com/v1/images?q=cats&page=2&api_key=SEKRET")!)
 

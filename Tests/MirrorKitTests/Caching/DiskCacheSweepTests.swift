@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import MirrorKit
 
-@Suite("DiskCache sweep and stats", .timeLimit(.minutes(1)))
+@Suite("DiskCache sweep and stats", .timeLimit(.minutes(5)))
 struct DiskCacheSweepTests {
     /// Stores `count` distinct bodies of `size` bytes under keys `i0`, `i1`, …; returns keys and digests.
     private func fill(

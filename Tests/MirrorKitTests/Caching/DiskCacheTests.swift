@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import MirrorKit
 
-@Suite("DiskCache images", .timeLimit(.minutes(1)))
+@Suite("DiskCache images", .timeLimit(.minutes(5)))
 struct DiskCacheTests {
     private let imageKey = CacheKey(url: URL(string: "https://img.example.com/cat.jpg?w=640&api_key=SEKRET")!)
 

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import MirrorKit
 
-@Suite("Hashing", .timeLimit(.minutes(1)))
+@Suite("Hashing", .timeLimit(.minutes(5)))
 struct HashingTests {
     @Test("sha256Hex matches the FIPS 180-2 test vector")
     func knownVector() {

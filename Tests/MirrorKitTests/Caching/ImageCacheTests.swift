@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import MirrorKit
 
-@Suite("ImageCache façade", .timeLimit(.minutes(1)))
+@Suite("ImageCache façade", .timeLimit(.minutes(5)))
 struct ImageCacheTests {
     private let pageKey = CacheKey(namespace: "openverse", string: "q=cats&page=1")
 

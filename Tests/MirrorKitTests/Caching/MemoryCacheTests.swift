@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import MirrorKit
 
-@Suite("MemoryCache", .timeLimit(.minutes(1)))
+@Suite("MemoryCache", .timeLimit(.minutes(5)))
 struct MemoryCacheTests {
     private func key(_ name: String) -> CacheKey {
         CacheKey(namespace: "test", string: name)

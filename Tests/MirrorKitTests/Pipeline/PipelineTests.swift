@@ -137,7 +137,7 @@ final class MemorySink: ImageSink {
 
 // MARK: - Tests
 
-@Suite("Pipeline: scripted source, stub loader, in-memory sink", .timeLimit(.minutes(1)))
+@Suite("Pipeline: scripted source, stub loader, in-memory sink", .timeLimit(.minutes(5)))
 struct PipelineTests {
     private static func url(_ index: Int) -> URL { URL(string: "http://stub.test/img/\(index).png")! }
 

@@ -7,7 +7,7 @@ import Testing
 ///
 /// Each raw input is embedded as base64, exactly as libFuzzer saved it, with the harness's reading of its
 /// selector bytes spelled out; see `Fuzz/<Target>/main.swift` for the layouts.
-@Suite("Fuzz regressions: providers", .timeLimit(.minutes(1)))
+@Suite("Fuzz regressions: providers", .timeLimit(.minutes(5)))
 struct ProviderFuzzRegressionTests {
     /// The rows of the Providers harness, in its order.
     let pixabay = PixabayProvider(apiKey: "fuzz-pixabay-key-0123456789")

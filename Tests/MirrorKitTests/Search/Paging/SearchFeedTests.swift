@@ -6,7 +6,7 @@ import Testing
 @testable import MirrorKit
 
 /// The feed end to end over a loopback server whose routes answer like the real APIs, parsed by the real providers.
-@Suite("Search feed", .serialized, .timeLimit(.minutes(1)))
+@Suite("Search feed", .serialized, .timeLimit(.minutes(5)))
 struct SearchFeedTests {
     // MARK: - Paging and caps
 
