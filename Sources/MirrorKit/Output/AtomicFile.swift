@@ -44,6 +44,15 @@ public enum AtomicFile {
         }
     }
 
+    /// Writes all of `data` to `descriptor`.
+    public static func writeAll(_ data: Data, to descriptor: Int32, path: String) throws(FileError) {
+        // withUnsafeBytes rethrows untyped errors, so the typed one travels out as a Result.
+        let result = data.withUnsafeBytes { bytes in
+            Result { () throws(FileError) in try writeAll(bytes, to: descriptor, path: path) }
+        }
+        try result.get()
+    }
+
     /// Flushes a file's data to the disk.
     public static func sync(_ descriptor: Int32, path: String) throws(FileError) {
         if fsync(descriptor) != 0 { throw FileError(operation: "sync", path: path, code: errno) }
@@ -73,15 +82,7 @@ public enum AtomicFile {
         let temporary = try makeTemporary(in: destination.deletingLastPathComponent())
         defer { close(temporary.descriptor) }
         do throws(FileError) {
-            let failure = data.withUnsafeBytes { bytes -> FileError? in
-                do throws(FileError) {
-                    try writeAll(bytes, to: temporary.descriptor, path: destination.path)
-                    return nil
-                } catch {
-                    return error
-                }
-            }
-            if let failure { throw failure }
+            try writeAll(data, to: temporary.descriptor, path: destination.path)
             if sync { try self.sync(temporary.descriptor, path: destination.path) }
             try publish(temporary.url, as: destination)
         } catch {

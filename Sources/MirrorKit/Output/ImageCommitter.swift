@@ -148,6 +148,7 @@ public final class ImageCommitter: Sendable {
         var outcomes = [Outcome?](repeating: nil, count: batch.count)
         var accepted: [(index: Int, name: String, record: ManifestRecord)] = []
         var batchDigests: [String: String] = [:]
+        var batchAnyLabel: Set<String> = []
         var batchNames: Set<String> = []
         var admitted = state.withLock { $0.admitted }
 
@@ -169,11 +170,11 @@ public final class ImageCommitter: Sendable {
             }
             let name = freeName(for: item, index: folder.savedCount + accepted.count + 1, avoiding: batchNames)
             batchNames.insert(name.lowercased())
-            if label != nil, !uniqueAcrossLabels, folder.file(withSHA256: digest, anyLabel: true) != nil
-                || batchDigests.keys.contains(where: { $0.hasSuffix("\u{0}" + digest) }) {
+            if label != nil, !uniqueAcrossLabels, folder.file(withSHA256: digest, anyLabel: true) != nil || batchAnyLabel.contains(digest) {
                 crossLabel.withLock { $0 += 1 }
             }
             batchDigests[batchKey] = name
+            batchAnyLabel.insert(digest)
             admitted += 1
             accepted.append((index, name, item.record(name)))
         }

@@ -33,8 +33,9 @@ public final class OutputFolder: Sendable {
         var urls: Set<Fingerprint> = []
         /// The first file saved with each SHA-256 under each label.
         var filesBySHA: [Fingerprint: String] = [:]
-        /// The first file saved with each SHA-256, whatever its label.
-        var filesBySHAAnyLabel: [Fingerprint: String] = [:]
+        /// The first file saved with each SHA-256 under a label other than none (those without one are in
+        /// `filesBySHA` already, under the same key).
+        var labelledFilesBySHA: [Fingerprint: String] = [:]
         /// Saved file names, lowercased.
         var names: Set<Fingerprint> = []
     }
@@ -130,7 +131,7 @@ public final class OutputFolder: Sendable {
     public func file(withSHA256 digest: String, label: String? = nil, anyLabel: Bool = false) -> String? {
         if anyLabel {
             let fingerprint = Fingerprint(digest)
-            return state.withLock { $0.filesBySHAAnyLabel[fingerprint] }
+            return state.withLock { $0.filesBySHA[fingerprint] ?? $0.labelledFilesBySHA[fingerprint] }
         }
         let fingerprint = Self.scoped(digest, label: label)
         return state.withLock { $0.filesBySHA[fingerprint] }
@@ -190,8 +191,10 @@ public final class OutputFolder: Sendable {
         if let url = URL(string: record.url) { state.urls.insert(scoped(CacheKey(url: url).normalizedURL, label: record.label)) }
         let digest = scoped(record.sha256, label: record.label)
         state.filesBySHA[digest] = state.filesBySHA[digest] ?? record.file
-        let anyLabel = Fingerprint(record.sha256)
-        state.filesBySHAAnyLabel[anyLabel] = state.filesBySHAAnyLabel[anyLabel] ?? record.file
+        if let label = record.label, !label.isEmpty {
+            let anyLabel = Fingerprint(record.sha256)
+            state.labelledFilesBySHA[anyLabel] = state.labelledFilesBySHA[anyLabel] ?? record.file
+        }
         state.names.insert(Fingerprint(record.file.lowercased()))
     }
 
@@ -218,7 +221,7 @@ public final class OutputFolder: Sendable {
         var info = stat()
         guard fstat(descriptor, &info) == 0 else { throw FileError(operation: "read the size of", path: url.path, code: errno) }
         do throws(FileError) {
-            try writeAll(data, to: descriptor, path: url.path)
+            try AtomicFile.writeAll(data, to: descriptor, path: url.path)
             if sync, fsync(descriptor) != 0 { throw FileError(operation: "sync", path: url.path, code: errno) }
         } catch {
             _ = ftruncate(descriptor, info.st_size)
@@ -226,19 +229,11 @@ public final class OutputFolder: Sendable {
         }
     }
 
-    private static func writeAll(_ data: Data, to descriptor: Int32, path: String) throws(FileError) {
-        // withUnsafeBytes rethrows untyped errors, so the typed one travels out as a Result.
-        let result = data.withUnsafeBytes { bytes in
-            Result { () throws(FileError) in try AtomicFile.writeAll(bytes, to: descriptor, path: path) }
-        }
-        try result.get()
-    }
-
     private static func write(_ data: Data, to url: URL, flags: Int32, sync: Bool) throws(FileError) {
         let descriptor = open(url.path, flags | O_CLOEXEC | O_NOFOLLOW, 0o644)
         guard descriptor >= 0 else { throw FileError(operation: "open", path: url.path, code: errno) }
         defer { close(descriptor) }
-        try writeAll(data, to: descriptor, path: url.path)
+        try AtomicFile.writeAll(data, to: descriptor, path: url.path)
         if sync, fsync(descriptor) != 0 { throw FileError(operation: "sync", path: url.path, code: errno) }
     }
 

@@ -106,8 +106,8 @@ public final class ShardSink: ImageSink {
     }
 
     public func publish(_ image: VerifiedImage, stem: String, provenance: ImageProvenance) async -> PublishOutcome {
-        let position = provenance.key.flatMap(Int.init) ?? 0
-        let key = TableRowKey.key(position)
+        let key = provenance.key ?? stem
+        let position = Int(key) ?? 0
         let record = ManifestRecord(file: key + "." + image.info.format.fileExtension, image: image, provenance: provenance)
         let outcome: PublishOutcome
         if let failure = state.withLock({ $0.failure }) {
@@ -193,7 +193,7 @@ public final class ShardSink: ImageSink {
     /// Writes shard `index`: its tar, its records, then its stats.
     private func write(index: Int, shard: OpenShard) throws(FileError) {
         let directory = configuration.directory
-        let name = Self.shardName(index)
+        let name = zeroPadded(index, width: 5)  // 00000, 00001, … (wider past 99,999)
         let sync = configuration.isSyncEnabled
         var stats = ShardStats(shard: index)
         var lines = Data()
@@ -202,7 +202,7 @@ public final class ShardSink: ImageSink {
             stats.rows += 1
             switch shard.rows[position]! {
             case let .saved(image, record):
-                let key = TableRowKey.key(position)
+                let key = record.key ?? String(position)
                 let contents: Data
                 do {
                     contents = try Data(contentsOf: image.temporaryFile)
@@ -234,12 +234,6 @@ public final class ShardSink: ImageSink {
 
     // MARK: The folder
 
-    /// `00000`, `00001`, … (wider past 99,999).
-    static func shardName(_ index: Int) -> String {
-        let digits = String(index)
-        return digits.count >= 5 ? digits : String(repeating: "0", count: 5 - digits.count) + digits
-    }
-
     /// The shards whose stats file exists; the files of any other shard (a killed run's) are removed.
     private static func completeShards(in directory: URL) -> Set<Int> {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
@@ -266,14 +260,6 @@ public final class ShardSink: ImageSink {
             return
         }
         try AtomicFile.writeFile(Data(#"{"shard_size":\#(configuration.shardSize)}"#.utf8), to: settings, sync: configuration.isSyncEnabled)
-    }
-}
-
-/// Row keys as ``TableRow/key`` writes them, for the Output layer (which sits below the table reader).
-enum TableRowKey {
-    static func key(_ position: Int) -> String {
-        let digits = String(position)
-        return digits.count >= 9 ? digits : String(repeating: "0", count: 9 - digits.count) + digits
     }
 }
 

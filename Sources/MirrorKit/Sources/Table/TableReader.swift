@@ -25,8 +25,7 @@ public struct TableRow: Sendable, Hashable {
 
     /// The key of the row at `position`.
     public static func key(_ position: Int) -> String {
-        let digits = String(position)
-        return digits.count >= 9 ? digits : String(repeating: "0", count: 9 - digits.count) + digits
+        zeroPadded(position, width: 9)
     }
 }
 
@@ -158,7 +157,7 @@ public final class TableReader {
         let raw = field(csvIndex.url)?.trimmingCharacters(in: .whitespaces) ?? ""
         let caption = csvIndex.caption.flatMap(field)
         let kept = zip(columns.keep, csvIndex.keep).map { name, index in
-            KeptColumn(name: name, json: field(index).map(Self.jsonString) ?? "null")
+            KeptColumn(name: name, json: field(index).map(Self.json) ?? "null")
         }
         return makeRow(url: Self.parseURL(raw), caption: caption, columns: kept)
     }
@@ -245,9 +244,5 @@ public final class TableReader {
             return "null"
         }
         return String(decoding: data, as: UTF8.self)
-    }
-
-    static func jsonString(_ text: String) -> String {
-        json(text)
     }
 }
