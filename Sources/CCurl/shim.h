@@ -40,6 +40,10 @@ static inline CURLcode ccurl_easy_set_header_function(CURL *_Nonnull handle, ccu
     return curl_easy_setopt(handle, CURLOPT_HEADERFUNCTION, callback);
 }
 
+static inline CURLcode ccurl_easy_set_read_function(CURL *_Nonnull handle, ccurl_data_callback _Nullable callback) {
+    return curl_easy_setopt(handle, CURLOPT_READFUNCTION, callback);
+}
+
 static inline CURLcode ccurl_easy_set_xferinfo_function(CURL *_Nonnull handle, ccurl_xferinfo_callback _Nullable callback) {
     return curl_easy_setopt(handle, CURLOPT_XFERINFOFUNCTION, callback);
 }

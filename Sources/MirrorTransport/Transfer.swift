@@ -27,6 +27,8 @@ final class Transfer: @unchecked Sendable {
     private var acceptsBody: Bool?
     /// A failure detected inside a callback, which then aborts the transfer.
     private var callbackFailure: TransportError?
+    /// Bytes of ``TransferRequest/upload`` handed to libcurl so far.
+    private var uploadSent: Int64 = 0
 
     /// Creates the easy handle and sets every option; throws if libcurl refuses one.
     init(id: Int, request: TransferRequest, completion: @escaping Completion) throws(TransportError) {
@@ -96,7 +98,19 @@ final class Transfer: @unchecked Sendable {
             }
             try check(code)
         }
-        if request.method != "GET" && !(request.method == "POST" && request.body != nil) {
+        if let upload = request.upload {
+            try set(CURLOPT_UPLOAD, 1)
+            try check(ccurl_easy_setopt_off_t(handle, CURLOPT_INFILESIZE_LARGE, curl_off_t(upload.length)))
+            try check(ccurl_easy_set_read_function(handle, transferReadCallback))
+            try set(CURLOPT_READDATA, pointer: context)
+            uploadSent = 0
+        }
+        if let signature = request.awsSignature {
+            try set(CURLOPT_AWS_SIGV4, signature.provider)
+            try set(CURLOPT_USERNAME, signature.accessKeyID)
+            try set(CURLOPT_PASSWORD, signature.secretAccessKey)
+        }
+        if request.method != "GET" && !(request.method == "POST" && request.body != nil) && !(request.method == "PUT" && request.upload != nil) {
             try set(CURLOPT_CUSTOMREQUEST, request.method)
         }
     }
@@ -161,6 +175,23 @@ final class Transfer: @unchecked Sendable {
                 callbackFailure = .destinationFailed(String(describing: error))
                 return false
             }
+        }
+    }
+
+    /// Fills libcurl's upload buffer from the request's file range; 0 ends the body.
+    fileprivate func readUpload(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        guard let upload = request.upload else { return 0 }
+        let wanted = min(Int64(buffer.count), upload.length - uploadSent)
+        guard wanted > 0, let base = buffer.baseAddress else { return 0 }
+        while true {
+            let read = pread(upload.descriptor, base, Int(wanted), off_t(upload.offset + uploadSent))
+            if read < 0 && errno == EINTR { continue }
+            guard read > 0 else {
+                callbackFailure = .destinationFailed(read == 0 ? "the file to upload ended early" : String(cString: strerror(errno)))
+                return Int(CURL_READFUNC_ABORT)
+            }
+            uploadSent += Int64(read)
+            return read
         }
     }
 
@@ -321,6 +352,12 @@ private let transferWriteCallback: ccurl_data_callback = { data, size, count, co
     let length = size * count
     let accepted = transfer.receiveBody(UnsafeRawBufferPointer(start: data, count: length))
     return accepted ? length : 0
+}
+
+private let transferReadCallback: ccurl_data_callback = { data, size, count, context in
+    guard let context else { return Int(CURL_READFUNC_ABORT) }
+    let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
+    return transfer.readUpload(into: UnsafeMutableRawBufferPointer(start: data, count: size * count))
 }
 
 private let transferHeaderCallback: ccurl_data_callback = { data, size, count, context in

@@ -43,6 +43,10 @@ public struct TransferRequest: Sendable {
     public var body: Data?
     /// The body's destination. Default `.memory`.
     public var destination: Destination = .memory
+    /// A byte range of an open file sent as the body of a `PUT` (streamed, never held in memory), or `nil`.
+    public var upload: FileRange?
+    /// Signs the request with AWS Signature Version 4 (libcurl's `CURLOPT_AWS_SIGV4`), or `nil`.
+    public var awsSignature: AWSSignature?
 
     // MARK: Limits
 
@@ -63,6 +67,38 @@ public struct TransferRequest: Sendable {
         self.url = url
         self.destination = destination
     }
+}
+
+/// A byte range of an open file, read with `pread(2)` (the caller owns and closes the descriptor).
+public struct FileRange: Sendable, Hashable {
+    public var descriptor: Int32
+    public var offset: Int64
+    public var length: Int64
+
+    public init(descriptor: Int32, offset: Int64, length: Int64) {
+        self.descriptor = descriptor
+        self.offset = offset
+        self.length = length
+    }
+}
+
+/// What libcurl needs to sign a request with AWS Signature Version 4. Its description never shows the secret.
+///
+/// libcurl 7.88 signs the method, path, query (as given: send it sorted and encoded), `host`, `x-amz-date` and the
+/// headers set on the request; it does not hash the body, so the caller sets `x-amz-content-sha256` itself.
+public struct AWSSignature: Sendable, Hashable, CustomStringConvertible {
+    /// libcurl's provider string, `aws:amz:REGION:SERVICE`.
+    public var provider: String
+    public var accessKeyID: String
+    public var secretAccessKey: String
+
+    public init(region: String, service: String = "s3", accessKeyID: String, secretAccessKey: String) {
+        provider = "aws:amz:\(region):\(service)"
+        self.accessKeyID = accessKeyID
+        self.secretAccessKey = secretAccessKey
+    }
+
+    public var description: String { "AWSSignature(\(provider), key \(accessKeyID), secret redacted)" }
 }
 
 /// Receives the body of a successful (2xx) response as it streams in.

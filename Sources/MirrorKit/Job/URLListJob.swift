@@ -27,9 +27,25 @@ public struct URLListJob: Sendable {
         public var transform: ImageTransform?
         /// Which valid images are wanted (`--min-image-size`, `--max-aspect-ratio`); `nil` for all.
         public var filter: ImageFilter?
+        /// This copy's share of a job run as N copies (the table source takes only its rows), or `nil`.
+        public var shard: WorkShard?
+        /// Object storage the WebDataset shards go to, or `nil` for ``directory``; ``directory`` is then the local
+        /// state folder.
+        public var objectStore: ObjectStoreDestination?
 
         public init(directory: URL) {
             self.directory = directory
+        }
+    }
+
+    /// A bucket and prefix, and how to reach it.
+    public struct ObjectStoreDestination: Sendable {
+        public var location: S3Location
+        public var settings: S3Configuration
+
+        public init(location: S3Location, settings: S3Configuration) {
+            self.location = location
+            self.settings = settings
         }
     }
 
@@ -75,6 +91,8 @@ public struct URLListJob: Sendable {
         public var shards: Int?
         /// WebDataset shards this run wrote, or `nil` for a folder.
         public var shardsWritten: Int?
+        /// Rows of the table read, when this run is one copy of a sharded job (it reads them all and takes its share).
+        public var tableRows: Int?
     }
 
     /// Progress of a run.
@@ -103,6 +121,9 @@ public struct URLListJob: Sendable {
     ///   until then stays saved.
     public func run(_ table: TableSource, onEvent: @escaping @Sendable (Event) -> Void = { _ in }) async throws -> Summary {
         let started = ContinuousClock.now
+        // Object storage is reached over a transport of its own, ended with the run.
+        let storeLoader = CurlMultiDriver()
+        defer { storeLoader.shutdown() }
         let sink: any ImageSink
         switch configuration.format {
         case .folder:
@@ -110,6 +131,12 @@ public struct URLListJob: Sendable {
         case let .webDataset(shardSize):
             var shards = ShardSink.Configuration(directory: configuration.directory, shardSize: shardSize)
             shards.isSyncEnabled = configuration.isSyncEnabled
+            shards.shard = configuration.shard
+            if let destination = configuration.objectStore {
+                let client = S3Client(location: destination.location, configuration: destination.settings, loader: storeLoader)
+                let owned = shards
+                shards.store = try await S3ShardStore.open(client: client) { owned.owns($0) }
+            }
             sink = try ShardSink(configuration: shards)
         }
         var pipeline = Pipeline.Configuration()
@@ -137,10 +164,10 @@ public struct URLListJob: Sendable {
         }
         // Keep the cache within its size limit (least recently used first); cheap when under it.
         configuration.downloads.cache?.sweep()
-        if let error = report.fatal, !report.interrupted { throw error }
-        if let error = report.sourceError, !report.interrupted { throw error }
         let shardSink = sink as? ShardSink
         if let error = shardSink?.writeFailure { throw error }
+        if let error = report.fatal, !report.interrupted { throw error }
+        if let error = report.sourceError, !report.interrupted { throw error }
 
         let tally = report.tally
         var summary = Summary()
@@ -160,6 +187,7 @@ public struct URLListJob: Sendable {
         summary.hasTransientFailures = tally.hasTransientFailures
         summary.shards = shardSink?.completeShardCount
         summary.shardsWritten = shardSink?.writtenShardCount
+        if configuration.shard != nil { summary.tableRows = table.share.rows }
         summary.seconds = (ContinuousClock.now - started).seconds
         return summary
     }

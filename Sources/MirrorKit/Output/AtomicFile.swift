@@ -77,9 +77,10 @@ public enum AtomicFile {
         unlink(temporary.path)
     }
 
-    /// Writes `data` as `destination`, whole or not at all (temporary file, optional fsync, link into place).
-    public static func writeFile(_ data: Data, to destination: URL, sync: Bool) throws(FileError) {
-        let temporary = try makeTemporary(in: destination.deletingLastPathComponent())
+    /// Writes `data` as `destination`, whole or not at all (temporary file, optional fsync, link into place); the
+    /// temporary file is made in `staging` (same file system) or beside the destination.
+    public static func writeFile(_ data: Data, to destination: URL, sync: Bool, staging: URL? = nil) throws(FileError) {
+        let temporary = try makeTemporary(in: staging ?? destination.deletingLastPathComponent())
         defer { close(temporary.descriptor) }
         do throws(FileError) {
             try writeAll(data, to: temporary.descriptor, path: destination.path)

@@ -28,6 +28,9 @@ public struct ImageProvenance: Sendable, Hashable {
     public var label: String?
     /// Columns carried from the table (`--keep-cols`).
     public var columns: [KeptColumn] = []
+    /// The row's place among the rows this copy of a host-split job takes (``WorkShard/Split/host``), which is what
+    /// a WebDataset shard counts by; `nil` otherwise (shards count by the row's position).
+    public var slot: Int?
 
     /// Creates provenance; every field defaults to `nil`.
     public init(

@@ -6,20 +6,51 @@ import MirrorTransport
 /// with its ``Candidate/problem``, so that it is counted and reported in row order with the rest.
 ///
 /// Repeated URLs are left to the pipeline's admission (a table may list one URL on many rows).
-public final class TableSource: CandidateSource, @unchecked Sendable {  // `reader` is used only under `lock`
+///
+/// Given a ``WorkShard``, the source reads every row and yields only this copy's share, counting both.
+public final class TableSource: CandidateSource, @unchecked Sendable {  // `reader` and `tally` are used only under `lock`
     private let lock = Locked(())
     private let reader: TableReader
+    private let shard: WorkShard?
+    private let blockSize: Int
+    private var tally = ShareTally()
+
+    /// How much of the table this copy took.
+    public struct ShareTally: Sendable, Hashable {
+        /// Rows read.
+        public var rows = 0
+        /// Rows this copy took.
+        public var taken = 0
+    }
     /// What a bad row's candidate points at: nothing is ever fetched from it.
     static let placeholder = URL(string: "about:invalid")!
 
-    /// Creates the source over an open table.
-    public init(_ reader: TableReader) {
+    /// Creates the source over an open table; with a `shard`, only its share of the rows (`blockSize` rows to a
+    /// block when split by row: a WebDataset shard's size).
+    public init(_ reader: TableReader, shard: WorkShard? = nil, blockSize: Int = 1) {
         self.reader = reader
+        self.shard = shard
+        self.blockSize = blockSize
     }
 
+    /// Rows read and rows taken so far.
+    public var share: ShareTally { lock.withLock { _ in tally } }
+
     public func next() async throws -> Candidate? {
-        let row = try lock.withLock { _ in try reader.next() }
-        return row.map(Self.candidate)
+        try lock.withLock { _ in
+            while let row = try reader.next() {
+                tally.rows += 1
+                var candidate = Self.candidate(for: row)
+                if let shard {
+                    let host = candidate.problem == nil ? candidate.url.host : nil
+                    guard shard.owns(position: row.position, host: host, blockSize: blockSize) else { continue }
+                    if shard.split == .host { candidate.provenance.slot = tally.taken }
+                }
+                tally.taken += 1
+                return candidate
+            }
+            return nil
+        }
     }
 
     /// The candidate for a row.

@@ -40,6 +40,8 @@ func describe(_ error: any Error) -> (message: String, status: ExitStatus) {
         }
     case is CancellationError:
         return ("interrupted", .interrupted)
+    case let store as ObjectStoreError:
+        return ("\(store.description)\(store.isConfiguration ? "" : "; run again to continue (complete shards are kept)")", store.isConfiguration ? .configuration : store.isTransient ? .unavailable : .failure)
     case let mismatch as ShardSink.ShardSizeMismatch:
         return (mismatch.description, .usage)
     case let table as TableError:

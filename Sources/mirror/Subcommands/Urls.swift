@@ -33,26 +33,70 @@ struct Urls: AsyncParsableCommand {
     @Option(help: "Columns carried into each record, comma-separated (a,b,c).")
     var keepCols: String?
 
-    @Option(name: .customLong("out"), help: "The output folder (created if missing).")
+    @Option(name: .customLong("out"), help: "The output folder (created if missing), or s3://BUCKET/PREFIX for WebDataset shards in object storage (AWS_* variables).")
     var output: String
 
+    @Option(help: "With --out s3://…: the local folder for the run's state and the shards being assembled (default: under the XDG cache, one per destination).")
+    var stateDir: String?
+
     @OptionGroup var dataset: DatasetOptions
+    @OptionGroup var sharding: ShardOptions
     @OptionGroup var network: NetworkOptions
     @OptionGroup var cache: CacheOptions
     @OptionGroup var outputOptions: OutputOptions
 
+    func validate() throws {
+        if output.lowercased().hasPrefix("s3://") {
+            guard S3Location(output) != nil else { throw ValidationError("--out \(output): give s3://BUCKET/PREFIX") }
+            guard dataset.format == "webdataset" else {
+                throw ValidationError("--out s3://… takes --format webdataset: a folder is files and an appended manifest, which object storage cannot hold")
+            }
+        } else if stateDir != nil {
+            throw ValidationError("--state-dir is for --out s3://…; a folder keeps its state in DIR/.mirror")
+        }
+    }
+
     func run() async throws {
+        let quiet = outputOptions.quiet
+        let share: (WorkShard, String)?
+        do {
+            share = try sharding.resolve()
+        } catch {
+            printError("\(error)")
+            throw ExitStatus.usage.exitCode
+        }
+        let isWebDataset = dataset.format == "webdataset"
         let table: TableSource
         do {
-            table = TableSource(try openTable())
+            table = TableSource(try openTable(), shard: share?.0, blockSize: isWebDataset ? dataset.shardSize : 1)
         } catch {
             printError(error.description)
             throw ExitStatus.usage.exitCode
         }
         let renderer = ProgressRenderer(mode: ProgressRenderer.mode(quiet: outputOptions.quiet), target: nil)
-        let quiet = outputOptions.quiet
 
-        var configuration = URLListJob.Configuration(directory: URL(fileURLWithPath: output))
+        var directory = URL(fileURLWithPath: output)
+        var objectStore: URLListJob.ObjectStoreDestination?
+        if let location = S3Location(output) {
+            do {
+                objectStore = URLListJob.ObjectStoreDestination(location: location, settings: try S3Configuration.fromEnvironment())
+            } catch {
+                printError(error.description)
+                throw ExitStatus.configuration.exitCode
+            }
+            directory = stateDir.map { URL(fileURLWithPath: $0) } ?? Self.defaultStateDirectory(for: location)
+        } else if let (shard, _) = share, !isWebDataset {
+            // A folder is one run's (its lock, its manifest, its leftovers): each copy fills its own.
+            directory.appendPathComponent(shard.directoryName, isDirectory: true)
+        }
+        if let (shard, origin) = share, !quiet {
+            let target = objectStore?.location.description ?? directory.path
+            FileHandle.standardError.write(Data("mirror: \(shard) (from \(origin)) into \(target)\n".utf8))
+        }
+
+        var configuration = URLListJob.Configuration(directory: directory)
+        configuration.shard = share?.0
+        configuration.objectStore = objectStore
         network.apply(to: &configuration.downloads)
         configuration.isSyncEnabled = !outputOptions.noFsync
         dataset.apply(to: &configuration)
@@ -76,6 +120,22 @@ struct Urls: AsyncParsableCommand {
         }
         report(summary, interrupted: interrupted)
         throw exitStatus(for: summary, interrupted: interrupted).exitCode
+    }
+
+    /// `$XDG_CACHE_HOME/mirror/state/BUCKET-PREFIX-HASH`: one state folder per destination.
+    static func defaultStateDirectory(for location: S3Location) -> URL {
+        let environment = ProcessInfo.processInfo.environment
+        let cache = environment["XDG_CACHE_HOME"].flatMap { $0.isEmpty ? nil : URL(fileURLWithPath: $0) }
+            ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".cache")
+        let readable = (location.bucket + "-" + location.prefix).map { $0.isLetter || $0.isNumber || $0 == "-" ? $0 : "-" }
+        let digest = fnv1aHex(location.description + "|" + (environment["AWS_ENDPOINT_URL"] ?? ""))
+        return cache.appendingPathComponent("mirror/state/\(String(readable.prefix(60)))-\(digest)", isDirectory: true)
+    }
+
+    private static func fnv1aHex(_ text: String) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in text.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
+        return String(hash, radix: 16)
     }
 
     private func openTable() throws(TableError) -> TableReader {
@@ -111,6 +171,9 @@ struct Urls: AsyncParsableCommand {
         }
         if let shards = summary.shards {
             line += "; \(summary.shardsWritten ?? 0) shards written, \(shards) complete"
+        }
+        if let rows = summary.tableRows, rows > 0 {
+            line += String(format: "; this copy took %d of %d rows (%.1f%%)", summary.total + summary.invalidRows, rows, 100 * Double(summary.total + summary.invalidRows) / Double(rows))
         }
         line += String(format: " in %.1fs", summary.seconds)
         if interrupted { line += "; interrupted: run again to continue" }

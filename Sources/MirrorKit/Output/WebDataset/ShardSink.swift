@@ -21,6 +21,12 @@ public final class ShardSink: ImageSink {
         public var shardSize = 10_000
         /// Whether shard files are fsynced before they are linked into place. Default true.
         public var isSyncEnabled = true
+        /// This copy's share of a job run as N copies, or `nil` for the whole table. Each copy keeps its own state
+        /// (`.mirror/shard-I-of-N/`) and writes only its own shard numbers, so N copies share one folder or prefix.
+        public var shard: WorkShard?
+        /// Object storage the shards go to once written, or `nil` to keep them in ``directory``. With a store,
+        /// ``directory`` is the local state folder where each shard is assembled before it is uploaded.
+        public var store: S3ShardStore?
 
         public init(directory: URL, shardSize: Int = 10_000) {
             self.directory = directory
@@ -42,6 +48,8 @@ public final class ShardSink: ImageSink {
     public let configuration: Configuration
     private let lock: FolderLock
     private let state: Locked<State>
+    /// This copy's state: the lock, the shard size, the digests, and the images and files being assembled.
+    private let hidden: URL
     /// Shards are written one at a time, in the background, in the order they complete.
     private let writer = ShardWriterQueue()
     /// The bytes of every image saved by this run (as downloaded, before any resize), by SHA-256, with the key that
@@ -55,13 +63,14 @@ public final class ShardSink: ImageSink {
         var published = 0
         var highestPosition = -1
         var written = 0
-        var failure: FileError?
+        var failure: (any Error & Sendable)?
     }
 
     /// The rows of one shard settled so far.
     fileprivate struct OpenShard {
         var rows: [Int: Row] = [:]
         let started = ContinuousClock.now
+        let startedAt = Date()
     }
 
     fileprivate enum Row {
@@ -83,16 +92,27 @@ public final class ShardSink: ImageSink {
         guard FileManager.default.fileExists(atPath: directory.path, isDirectory: &isDirectory), isDirectory.boolValue else {
             throw FileError(operation: "use as a folder", path: directory.path, code: ENOTDIR)
         }
-        let hidden = directory.appendingPathComponent(".mirror", isDirectory: true)
+        var hidden = directory.appendingPathComponent(".mirror", isDirectory: true)
+        if let shard = configuration.shard { hidden.appendPathComponent(shard.directoryName, isDirectory: true) }
+        self.hidden = hidden
         try? FileManager.default.createDirectory(at: hidden, withIntermediateDirectories: true)
         lock = try FolderLock(at: hidden.appendingPathComponent("lock"))
         try Self.checkShardSize(configuration, settings: hidden.appendingPathComponent("webdataset.json"))
-        AtomicFile.removeLeftovers(in: directory)
-        state = Locked(State(complete: Self.completeShards(in: directory)))
+        if configuration.shard == nil { AtomicFile.removeLeftovers(in: directory) }  // never another copy's files
+        AtomicFile.removeLeftovers(in: hidden)
+        let complete: Set<Int>
+        if let store = configuration.store {
+            Self.removeShardFiles(in: hidden) { _ in true }  // what a killed run assembled and did not upload
+            complete = store.completeShards
+        } else {
+            complete = Self.completeShards(in: directory, owned: configuration.owns)
+        }
+        state = Locked(State(complete: Set(complete.compactMap(configuration.index(ofShard:)))))
         digests = try DiskKeySet(directory: hidden, name: "digests")
     }
 
-    public var stagingDirectory: URL { configuration.directory }
+    /// Images wait here until their shard is written: this copy's own folder (same file system as the shards).
+    public var stagingDirectory: URL { hidden }
 
     /// Shards complete in the folder, written by this run or earlier ones.
     public var completeShardCount: Int { state.withLock { $0.complete.count } }
@@ -101,17 +121,22 @@ public final class ShardSink: ImageSink {
     public var writtenShardCount: Int { state.withLock { $0.written } }
 
     public func contains(normalizedURL: String, provenance: ImageProvenance) -> Bool {
-        guard let position = provenance.key.flatMap(Int.init) else { return false }
+        guard let position = Self.position(of: provenance) else { return false }
         return state.withLock { $0.complete.contains(position / configuration.shardSize) }
+    }
+
+    /// Where a row counts towards its shard: its place among this copy's rows when split by host, else its position.
+    private static func position(of provenance: ImageProvenance) -> Int? {
+        provenance.slot ?? provenance.key.flatMap(Int.init)
     }
 
     public func publish(_ image: VerifiedImage, stem: String, provenance: ImageProvenance) async -> PublishOutcome {
         let key = provenance.key ?? stem
-        let position = Int(key) ?? 0
+        let position = Self.position(of: provenance) ?? 0
         let record = ManifestRecord(file: key + "." + image.info.format.fileExtension, image: image, provenance: provenance)
         let outcome: PublishOutcome
         if let failure = state.withLock({ $0.failure }) {
-            outcome = .failed(failure)
+            outcome = .failed(failure as? FileError ?? FileError(operation: "upload", path: configuration.directory.path, code: EIO))
         } else if !digests.insert(image.downloadDigest, value: key) {
             outcome = .duplicate(of: digests.value(for: image.downloadDigest) ?? "an earlier sample")
         } else {
@@ -127,7 +152,7 @@ public final class ShardSink: ImageSink {
     }
 
     public func settle(url: URL, provenance: ImageProvenance, as outcome: SettledOutcome) {
-        guard let position = provenance.key.flatMap(Int.init) else { return }
+        guard let position = Self.position(of: provenance) else { return }
         add(.settled(url: url, provenance: provenance, outcome: outcome), at: position)
     }
 
@@ -158,8 +183,8 @@ public final class ShardSink: ImageSink {
         await writer.drain()
     }
 
-    /// The first error that stopped a shard from being written, or `nil`.
-    public var writeFailure: FileError? { state.withLock { $0.failure } }
+    /// The first error that stopped a shard from being written or uploaded (``FileError``, ``ObjectStoreError``), or `nil`.
+    public var writeFailure: (any Error & Sendable)? { state.withLock { $0.failure } }
 
     // MARK: Rows into shards
 
@@ -177,7 +202,7 @@ public final class ShardSink: ImageSink {
 
     private func enqueue(index: Int, shard: OpenShard) {
         writer.submit { [self] in
-            do throws(FileError) {
+            do {
                 try write(index: index, shard: shard)
                 state.withLock {
                     $0.complete.insert(index)
@@ -190,14 +215,17 @@ public final class ShardSink: ImageSink {
         }
     }
 
-    /// Writes shard `index`: its tar, its records, then its stats.
-    private func write(index: Int, shard: OpenShard) throws(FileError) {
-        let directory = configuration.directory
-        let name = zeroPadded(index, width: 5)  // 00000, 00001, … (wider past 99,999)
-        let sync = configuration.isSyncEnabled
-        var stats = ShardStats(shard: index)
+    /// Writes shard `index`: its tar, its records, then its stats; with a store, uploads the three in that order.
+    private func write(index: Int, shard: OpenShard) throws {
+        let directory = configuration.store == nil ? configuration.directory : hidden
+        let number = configuration.number(ofShard: index)
+        let name = zeroPadded(number, width: 5)  // 00000, 00001, … (wider past 99,999)
+        let sync = configuration.isSyncEnabled && configuration.store == nil
+        var stats = ShardStats(shard: number)
+        stats.copy = configuration.shard
+        stats.started = shard.startedAt
         var lines = Data()
-        let tar = try TarWriter(destination: directory.appendingPathComponent(name + ".tar"))
+        let tar = try TarWriter(destination: directory.appendingPathComponent(name + ".tar"), staging: hidden)
         for position in shard.rows.keys.sorted() {
             stats.rows += 1
             switch shard.rows[position]! {
@@ -224,30 +252,44 @@ public final class ShardSink: ImageSink {
                 lines.append(ShardRecordLine.settled(url: url, provenance: provenance, outcome: outcome))
             }
         }
-        stats.seconds = (ContinuousClock.now - shard.started).seconds
         try tar.commit(sync: sync)
-        try AtomicFile.writeFile(lines, to: directory.appendingPathComponent(name + ".jsonl"), sync: sync)
-        try AtomicFile.writeFile(stats.json(), to: directory.appendingPathComponent(name + "_stats.json"), sync: sync)
-        if sync { try AtomicFile.syncDirectory(directory) }
+        let files = [name + ".tar", name + ".jsonl", name + "_stats.json"].map { directory.appendingPathComponent($0) }
+        try AtomicFile.writeFile(lines, to: files[1], sync: sync, staging: hidden)
+        if let store = configuration.store {
+            try store.deliver(files[..<2])
+            stats.finished = Date()
+            stats.seconds = (ContinuousClock.now - shard.started).seconds
+            try AtomicFile.writeFile(stats.json(), to: files[2], sync: false, staging: hidden)
+            try store.deliver(files[2...])  // last: the stats object marks the shard complete
+            for file in files { AtomicFile.remove(file) }
+        } else {
+            stats.finished = Date()
+            stats.seconds = (ContinuousClock.now - shard.started).seconds
+            try AtomicFile.writeFile(stats.json(), to: files[2], sync: sync, staging: hidden)
+            if sync { try AtomicFile.syncDirectory(directory) }
+        }
         for case let .saved(image, _) in shard.rows.values { AtomicFile.remove(image.temporaryFile) }
     }
 
     // MARK: The folder
 
-    /// The shards whose stats file exists; the files of any other shard (a killed run's) are removed.
-    private static func completeShards(in directory: URL) -> Set<Int> {
+    /// The numbers of this copy's shards whose stats file exists; the files of its other shards (a killed run's) are
+    /// removed. Other copies' shards are left alone, complete or not.
+    private static func completeShards(in directory: URL, owned: (Int) -> Bool) -> Set<Int> {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
-        var complete = Set<Int>()
-        for name in names where name.hasSuffix("_stats.json") {
-            if let index = Int(name.dropLast("_stats.json".count)) { complete.insert(index) }
-        }
+        let complete = ShardFileName.completeShards(among: names).filter(owned)
+        removeShardFiles(in: directory) { owned($0) && !complete.contains($0) }
+        return complete
+    }
+
+    /// Removes the `.tar` and `.jsonl` (and stats) files of the shard numbers `matching` says.
+    private static func removeShardFiles(in directory: URL, matching: (Int) -> Bool) {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
         for name in names {
-            let stem = name.hasSuffix(".tar") ? name.dropLast(4) : name.hasSuffix(".jsonl") ? name.dropLast(6) : nil
-            if let stem, let index = Int(stem), !complete.contains(index) {
+            if let (number, _) = ShardFileName.parse(name), matching(number) {
                 AtomicFile.remove(directory.appendingPathComponent(name))
             }
         }
-        return complete
     }
 
     private static func checkShardSize(_ configuration: Configuration, settings: URL) throws {
@@ -263,9 +305,59 @@ public final class ShardSink: ImageSink {
     }
 }
 
+extension ShardSink.Configuration {
+    /// Whether shard number `number` is this copy's to write.
+    func owns(_ number: Int) -> Bool {
+        guard let shard else { return true }
+        return number % shard.count == shard.index
+    }
+
+    /// The file number of this copy's `index`-th shard (counting by ``ShardSink/position(of:)``).
+    func number(ofShard index: Int) -> Int {
+        guard let shard, shard.split == .host else { return index }
+        return index * shard.count + shard.index
+    }
+
+    /// The inverse of ``number(ofShard:)`` for a number this copy owns.
+    func index(ofShard number: Int) -> Int? {
+        guard owns(number) else { return nil }
+        guard let shard, shard.split == .host else { return number }
+        return number / shard.count
+    }
+}
+
+/// The names of a shard's files: `NNNNN.tar`, `NNNNN.jsonl`, `NNNNN_stats.json`.
+public enum ShardFileName {
+    public enum Kind: Sendable { case tar, records, stats }
+
+    /// The shard number and kind of a file name, or `nil` for another file.
+    public static func parse(_ name: String) -> (number: Int, kind: Kind)? {
+        let split: (Substring, Kind)?
+        if name.hasSuffix("_stats.json") { split = (name.dropLast(11), .stats) }
+        else if name.hasSuffix(".tar") { split = (name.dropLast(4), .tar) }
+        else if name.hasSuffix(".jsonl") { split = (name.dropLast(6), .records) }
+        else { split = nil }
+        guard let (stem, kind) = split, stem.count >= 5, stem.allSatisfy(\.isASCII), let number = Int(stem), number >= 0 else { return nil }
+        return (number, kind)
+    }
+
+    /// The numbers of the shards whose stats file is among `names`.
+    public static func completeShards(among names: some Sequence<String>) -> Set<Int> {
+        var complete = Set<Int>()
+        for name in names {
+            if let (number, kind) = parse(name), kind == .stats { complete.insert(number) }
+        }
+        return complete
+    }
+}
+
 /// What one shard's `NNNNN_stats.json` says.
 struct ShardStats {
     var shard: Int
+    var started: Date?
+    var finished: Date?
+    /// The copy of a sharded job that wrote it.
+    var copy: WorkShard?
     var rows = 0
     var saved = 0
     var failed = 0
@@ -296,11 +388,18 @@ struct ShardStats {
     }
 
     func json() -> Data {
-        let object: [String: Any] = [
+        var object: [String: Any] = [
             "shard": shard, "rows": rows, "saved": saved, "failed": failed, "failures": failures, "invalid": invalid,
             "duplicates": duplicates, "filtered": filtered, "opted_out": optedOut, "disallowed": disallowed,
             "bytes": bytes, "seconds": (seconds * 1000).rounded() / 1000,
+            "started": ((started?.timeIntervalSince1970 ?? 0) * 1000).rounded() / 1000,
+            "finished": ((finished?.timeIntervalSince1970 ?? 0) * 1000).rounded() / 1000,
         ]
+        if let copy {
+            object["copy"] = copy.index
+            object["copies"] = copy.count
+            object["split"] = copy.split.rawValue
+        }
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
         return data + Data("\n".utf8)
     }

@@ -18,11 +18,12 @@ final class TarWriter {
     private let destination: URL
     private var closed = false
 
-    /// Starts a tar file that will be `destination` once committed.
+    /// Starts a tar file that will be `destination` once committed, written in `staging` (on the same file system;
+    /// default: beside the destination).
     /// - Throws: ``FileError`` when the temporary file cannot be made.
-    init(destination: URL) throws(FileError) {
+    init(destination: URL, staging: URL? = nil) throws(FileError) {
         self.destination = destination
-        temporary = try AtomicFile.makeTemporary(in: destination.deletingLastPathComponent())
+        temporary = try AtomicFile.makeTemporary(in: staging ?? destination.deletingLastPathComponent())
         archive = archive_write_new()
         archive_write_set_format_pax_restricted(archive)
         archive_write_set_bytes_in_last_block(archive, 1)  // no padding of the last block to 10 KiB
