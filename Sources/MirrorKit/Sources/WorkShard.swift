@@ -8,7 +8,8 @@ import Foundation
 /// - ``Split/row``: rows go in blocks of `blockSize` (a WebDataset shard's rows), block `b` to copy `b mod N`; WebDataset
 ///   shard numbers stay those of an unsharded run, so the N copies' shards are the unsharded run's, file for file.
 /// - ``Split/host``: every row of one host (lowercased) goes to the copy `FNV-1a(host) mod N`, so per-host limits and
-///   robots.txt hold across the cluster; a bad row (no host) goes by its position. Each copy numbers its own shards
+///   robots.txt hold across the cluster; a bad row (no host) goes by its position. (FNV-1a's low bits follow the
+///   bytes' parity, so the hash is mixed — MurmurHash3's 64-bit finaliser — before the modulo.) Each copy numbers its own shards
 ///   `k·N + I`, so shard files never collide either.
 public struct WorkShard: Sendable, Hashable, CustomStringConvertible {
     public enum Split: String, Sendable, CaseIterable {
@@ -98,20 +99,26 @@ public struct WorkShard: Sendable, Hashable, CustomStringConvertible {
             return (position / max(1, blockSize)) % count == index
         case .host:
             guard let host, !host.isEmpty else { return position % count == index }
-            return Int(Self.fnv1a(host.lowercased()) % UInt64(count)) == index
+            return Int(Self.hostHash(host.lowercased()) % UInt64(count)) == index
         }
     }
 
     /// Whether this copy takes the `position`-th item of a list (a query of `--queries`).
     public func owns(item position: Int) -> Bool { position % count == index }
 
-    /// FNV-1a, 64-bit: the same on every machine and every run (Swift's `Hasher` is seeded per process).
-    static func fnv1a(_ text: String) -> UInt64 {
+    /// FNV-1a 64 mixed by MurmurHash3's finaliser: the same on every machine and every run (Swift's `Hasher` is
+    /// seeded per process), with every bit depending on every byte.
+    static func hostHash(_ text: String) -> UInt64 {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in text.utf8 {
             hash ^= UInt64(byte)
             hash = hash &* 0x0000_0100_0000_01b3
         }
+        hash ^= hash >> 33
+        hash = hash &* 0xff51_afd7_ed55_8ccd
+        hash ^= hash >> 33
+        hash = hash &* 0xc4ce_b9fe_1a85_ec53
+        hash ^= hash >> 33
         return hash
     }
 }

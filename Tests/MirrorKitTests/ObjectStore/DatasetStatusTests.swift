@@ -1,0 +1,47 @@
+import Foundation
+@testable import MirrorKit
+import Testing
+
+/// `mirror status`'s sum of shard stats, whichever copy wrote them.
+@Suite("Dataset status")
+struct DatasetStatusTests {
+    private func stats(_ shard: Int, rows: Int, saved: Int, failures: [String: Int] = [:], started: Double, finished: Double, copies: Int? = nil) -> Data {
+        var object: [String: Any] = [
+            "shard": shard, "rows": rows, "saved": saved, "failed": failures.values.reduce(0, +), "failures": failures,
+            "invalid": rows - saved - failures.values.reduce(0, +), "bytes": saved * 100, "started": started, "finished": finished,
+        ]
+        if let copies {
+            object["copies"] = copies
+            object["copy"] = shard % copies
+            object["split"] = "host"
+        }
+        return try! JSONSerialization.data(withJSONObject: object)
+    }
+
+    @Test func shardsAddUpAndGapsAreNamed() throws {
+        let files: [String: Data] = [
+            "00000_stats.json": stats(0, rows: 10, saved: 8, failures: ["http-404": 2], started: 100, finished: 110),
+            "00002_stats.json": stats(2, rows: 10, saved: 9, failures: ["http-404": 1], started: 105, finished: 120),
+            "00003.tar": Data(), "00000.tar": Data(), "00002.tar": Data(), "notes.txt": Data(),
+        ]
+        let status = try DatasetStatus(names: Array(files.keys)) { files[$0]! }
+        #expect(status.rows == 20 && status.saved == 17 && status.failed == 3 && status.failures == ["http-404": 3])
+        #expect(status.bytes == 1_700 && status.shardsDone == 2)
+        #expect(status.shardsMissing == [1] && status.shardsIncomplete == [3])
+        #expect(status.imagesPerSecond == 17.0 / 20)
+    }
+
+    @Test func copiesSplitByHostAreMissingOnlyBelowTheirOwnHighest() throws {
+        // 3 copies by host: copy 0 wrote 0 and 3, copy 1 wrote 1, copy 2 wrote 2 and 5: nothing is missing
+        var files: [String: Data] = [:]
+        for shard in [0, 3, 1, 2, 5] { files[String(format: "%05d_stats.json", shard)] = stats(shard, rows: 1, saved: 1, started: 1, finished: 2, copies: 3) }
+        #expect(try DatasetStatus(names: Array(files.keys)) { files[$0]! }.shardsMissing == [])
+        files["00003_stats.json"] = nil
+        files["00006_stats.json"] = stats(6, rows: 1, saved: 1, started: 1, finished: 2, copies: 3)
+        #expect(try DatasetStatus(names: Array(files.keys)) { files[$0]! }.shardsMissing == [3])
+    }
+
+    @Test func aStatsFileThatIsNotStatsIsNamed() {
+        #expect(throws: DatasetStatus.Unreadable.self) { try DatasetStatus(names: ["00001_stats.json"]) { _ in Data("[]".utf8) } }
+    }
+}
