@@ -404,6 +404,33 @@ struct QueriesCommandTests: EmulatedSearch {
         #expect(second?["total"] as? Int == 42)
     }
 
+    @Test func twoCopiesShareTheQueriesOneByOne() async throws {
+        let api = try emulator()
+        defer { api.stop() }
+        let work = TemporaryFolder()
+        let queries = work.file("queries.txt")
+        try "kittens\npuppies\nfoxes\n".write(to: queries, atomically: true, encoding: .utf8)
+        let out = work.file("out")
+
+        // Given the two copies of an Indexed Job (completions 2)
+        var folders: [Set<String>] = []
+        for index in 0..<2 {
+            let run = try await MirrorBinary.run(
+                ["--queries", queries.path, "--count", "5", "--out", out.path, "--provider", "openverse", "--shards", "2"],
+                environment: environment(api).merging(["JOB_COMPLETION_INDEX": "\(index)"]) { $1 }
+            )
+            #expect(run.status == 0, "stderr: \(run.stderr)")
+            #expect(run.stderr.contains("mirror: shard \(index)/2 (from JOB_COMPLETION_INDEX=\(index) of 2): \(2 - index) of 3 queries"))
+            let mine = out.appendingPathComponent("shard-\(index)-of-2")
+            folders.append(Set(try FileManager.default.contentsOfDirectory(atPath: mine.path).filter { !$0.hasPrefix(".") && !$0.hasSuffix(".jsonl") }))
+        }
+
+        // Then copy 0 took queries 0 and 2, copy 1 query 1, each into its own folder with its own manifest
+        #expect(folders == [["kittens", "foxes"], ["puppies"]])
+        let refused = try await MirrorBinary.run(["kittens", "--count", "5", "--out", out.path, "--shard", "0/2"], environment: environment(api))
+        #expect(refused.status == 64 && refused.stderr.contains("--shard shares the queries of --queries FILE"))
+    }
+
     @Test func uniqueAcrossQueriesKeepsAnImageOnlyInTheFirstFolder() async throws {
         let api = try emulator()
         defer { api.stop() }

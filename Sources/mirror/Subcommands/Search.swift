@@ -64,6 +64,7 @@ struct Search: AsyncParsableCommand {
     @OptionGroup var network: NetworkOptions
     @OptionGroup var cache: CacheOptions
     @OptionGroup var outputOptions: OutputOptions
+    @OptionGroup(title: "With --queries, on a cluster") var sharding: ShardOptions
 
     var queryText: String { query.joined(separator: " ").trimmingCharacters(in: .whitespaces) }
 
@@ -74,7 +75,11 @@ struct Search: AsyncParsableCommand {
         } else {
             guard !queryText.isEmpty else { throw ValidationError("The query is empty: say what to search for, e.g. 'mirror kittens --count 50 --out ./imgs'.") }
             guard !uniqueAcrossQueries else { throw ValidationError("--unique-across-queries needs --queries FILE.") }
+            guard sharding.shard == nil, sharding.shards == nil else {
+                throw ValidationError("--shard shares the queries of --queries FILE among copies; one query is one copy's work.")
+            }
         }
+        guard sharding.shardBy == "row" else { throw ValidationError("--shard-by is for mirror urls: --queries are shared one query at a time.") }
         guard (1...100_000).contains(count) else { throw ValidationError("--count must be between 1 and 100000.") }
         if let pages, pages < 1 { throw ValidationError("--pages must be at least 1.") }
         guard (0...10).contains(apiRetries) else { throw ValidationError("--api-retries must be between 0 and 10.") }
@@ -111,8 +116,11 @@ struct Search: AsyncParsableCommand {
         return formats
     }
 
-    func makeConfiguration(query: String? = nil) throws -> MirrorJob.Configuration {
-        var configuration = MirrorJob.Configuration(query: query ?? queryText, count: count, directory: URL(fileURLWithPath: output))
+    func makeConfiguration(query: String? = nil, shard: WorkShard? = nil) throws -> MirrorJob.Configuration {
+        var directory = URL(fileURLWithPath: output)
+        // A folder is one run's (lock, manifest, state database): each copy of a sharded --queries fills its own.
+        if let shard { directory.appendPathComponent(shard.directoryName, isDirectory: true) }
+        var configuration = MirrorJob.Configuration(query: query ?? queryText, count: count, directory: directory)
         configuration.providers = providerNames
         configuration.endpoint = endpoint.flatMap(URL.init(string:))
         configuration.pageLimit = pages
@@ -173,17 +181,28 @@ struct Search: AsyncParsableCommand {
     /// `--queries FILE`: each query in turn fills its own subfolder to the count; one manifest, one state database,
     /// one exit status (the worst of them).
     private func runQueries(_ path: String) async throws {
-        let list: [(query: String, folder: String)]
+        var list: [(query: String, folder: String)]
+        let share: (WorkShard, String)?
         do {
             list = try Self.readQueries(path)
+            share = try sharding.resolve()
         } catch {
             printError(String(describing: error))
             throw ExitStatus.usage.exitCode
         }
+        if let (shard, origin) = share {
+            // Queries are shared one by one (a query's images come from its own search, so there is no host to split by).
+            let all = list.count
+            list = list.enumerated().filter { shard.owns(item: $0.offset) }.map(\.element)
+            if !outputOptions.quiet {
+                let note = "mirror: shard \(shard.index)/\(shard.count) (from \(origin)): \(list.count) of \(all) queries into \(output)/\(shard.directoryName)\n"
+                FileHandle.standardError.write(Data(note.utf8))
+            }
+        }
         var summaries: [MirrorJob.Summary] = []
         var worst = ExitStatus.success
         for (query, folder) in list {
-            var configuration = try makeConfiguration(query: query)
+            var configuration = try makeConfiguration(query: query, shard: share?.0)
             configuration.label = (query, folder)
             configuration.uniqueAcrossLabels = uniqueAcrossQueries
             let job = MirrorJob(configuration: configuration)
