@@ -74,12 +74,23 @@ struct S3ClientTests {
     }
 
     @Test func aListingIsFollowedPageByPage() async throws {
-        let page1 = "<ListBucketResult><IsTruncated>true</IsTruncated><Contents><Key>ds/00000.tar</Key><Size>10</Size></Contents><NextContinuationToken>t/1=</NextContinuationToken></ListBucketResult>"
+        let page1 = "<ListBucketResult><IsTruncated>true</IsTruncated><Contents><Size>10</Size><Key>ds/00000.tar</Key></Contents><NextContinuationToken>t/1=</NextContinuationToken></ListBucketResult>"
         let page2 = "<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Key>ds/00000_stats.json</Key><Size>2</Size></Contents></ListBucketResult>"
         let loader = ScriptedLoader([(200, page1), (200, page2)])
         let objects = try await client(loader).listObjects(prefix: "ds")
         #expect(objects.map(\.key) == ["ds/00000.tar", "ds/00000_stats.json"])
         #expect(loader.recorded.last?.url.query == "continuation-token=t%2F1%3D&list-type=2&prefix=ds")
+    }
+
+    @Test func uploadsAreReadPerElementWhateverTheOrderOfTheirFields() async throws {
+        // moto writes UploadId before Key; S3 documents Key first. Two pages.
+        let page1 = "<ListMultipartUploadsResult><IsTruncated>true</IsTruncated><NextKeyMarker>ds/1.tar</NextKeyMarker><NextUploadIdMarker>B</NextUploadIdMarker>"
+            + "<Upload><UploadId>A</UploadId><Key>ds/0.tar</Key><Initiated>x</Initiated></Upload><Upload><Key>ds/1.tar</Key><UploadId>B</UploadId></Upload></ListMultipartUploadsResult>"
+        let page2 = "<ListMultipartUploadsResult><IsTruncated>false</IsTruncated><Upload><UploadId>C</UploadId><Key>ds/2.tar</Key></Upload></ListMultipartUploadsResult>"
+        let loader = ScriptedLoader([(200, page1), (200, page2)])
+        let uploads = try await client(loader).listUploads(prefix: "ds")
+        #expect(uploads == [.init(key: "ds/0.tar", id: "A"), .init(key: "ds/1.tar", id: "B"), .init(key: "ds/2.tar", id: "C")])
+        #expect(loader.recorded.last?.url.query == "key-marker=ds%2F1.tar&prefix=ds&upload-id-marker=B&uploads=")
     }
 
     @Test func aRejectedSignatureIsTheCredentialsFaultAndIsNotRetried() async throws {

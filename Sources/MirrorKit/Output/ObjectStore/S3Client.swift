@@ -49,12 +49,18 @@ public final class S3Client: Sendable {
             var query = [("list-type", "2"), ("prefix", prefix)]
             if let token { query.append(("continuation-token", token)) }
             let response = try await send("GET", key: nil, query: query, operation: "list", subject: location.description)
-            let values = S3XML.elements(in: response.body, named: ["Key", "Size", "IsTruncated", "NextContinuationToken"])
+            let values = S3XML.elements(in: response.body, named: ["Contents", "Key", "Size", "IsTruncated", "NextContinuationToken"])
             var key: String?
+            var size: Int64 = 0
+            // Each <Contents> ends a group; its children may come in any order.
             for (name, text) in values {
                 switch name {
                 case "Key": key = text
-                case "Size": if let key { objects.append(Object(key: key, size: Int64(text) ?? 0)) }
+                case "Size": size = Int64(text) ?? 0
+                case "Contents":
+                    if let key { objects.append(Object(key: key, size: size)) }
+                    key = nil
+                    size = 0
                 default: break
                 }
             }
@@ -64,14 +70,37 @@ public final class S3Client: Sendable {
         return objects
     }
 
-    /// Multipart uploads in progress under `prefix`.
+    /// Multipart uploads in progress under `prefix` (pages of 1,000 followed to the end).
     public func listUploads(prefix: String) async throws(ObjectStoreError) -> [Upload] {
-        let response = try await send("GET", key: nil, query: [("prefix", prefix), ("uploads", "")], operation: "list uploads of", subject: location.description)
         var uploads: [Upload] = []
-        var key: String?
-        for (name, text) in S3XML.elements(in: response.body, named: ["Key", "UploadId"]) {
-            if name == "Key" { key = text } else if let key { uploads.append(Upload(key: key, id: text)) }
-        }
+        var markers: (key: String, id: String)?
+        repeat {
+            var query = [("prefix", prefix), ("uploads", "")]
+            if let markers { query += [("key-marker", markers.key), ("upload-id-marker", markers.id)] }
+            let response = try await send("GET", key: nil, query: query, operation: "list uploads of", subject: location.description)
+            let values = S3XML.elements(in: response.body, named: ["Upload", "Key", "UploadId", "IsTruncated", "NextKeyMarker", "NextUploadIdMarker"])
+            var key: String?
+            var id: String?
+            // Each <Upload> ends a group; moto writes its UploadId before its Key, S3 the other way round.
+            for (name, text) in values {
+                switch name {
+                case "Key": key = text
+                case "UploadId": id = text
+                case "Upload":
+                    if let key, let id { uploads.append(Upload(key: key, id: id)) }
+                    key = nil
+                    id = nil
+                default: break
+                }
+            }
+            let truncated = values.last { $0.name == "IsTruncated" }?.text == "true"
+            if truncated, let nextKey = values.last(where: { $0.name == "NextKeyMarker" })?.text,
+               let nextID = values.last(where: { $0.name == "NextUploadIdMarker" })?.text, (nextKey, nextID) != (markers?.key, markers?.id) {
+                markers = (nextKey, nextID)
+            } else {
+                markers = nil
+            }
+        } while markers != nil
         return uploads
     }
 
@@ -255,7 +284,8 @@ public final class S3Client: Sendable {
 
 /// The few values mirror reads from S3's XML answers, through Foundation's `XMLParser`.
 enum S3XML {
-    /// The text of every element with one of `names`, in document order.
+    /// The text of every element with one of `names`, in the order the elements end (a container's entry comes after
+    /// its children's, so it can close a group; its text is meaningless).
     static func elements(in data: Data, named names: Set<String>) -> [(name: String, text: String)] {
         guard !data.isEmpty else { return [] }
         let collector = Collector(names: names)
@@ -275,7 +305,6 @@ enum S3XML {
     private final class Collector: NSObject, XMLParserDelegate {
         let names: Set<String>
         var found: [(name: String, text: String)] = []
-        private var current: String?
         private var text = ""
 
         init(names: Set<String>) {
@@ -283,21 +312,16 @@ enum S3XML {
         }
 
         func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?, attributes: [String: String] = [:]) {
-            if names.contains(name) {
-                current = name
-                text = ""
-            }
+            text = ""
         }
 
         func parser(_ parser: XMLParser, foundCharacters string: String) {
-            if current != nil { text += string }
+            text += string
         }
 
         func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
-            if name == current {
-                found.append((name, text))
-                current = nil
-            }
+            if names.contains(name) { found.append((name, text)) }
+            text = ""
         }
     }
 }
