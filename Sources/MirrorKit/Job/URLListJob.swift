@@ -122,8 +122,8 @@ public struct URLListJob: Sendable {
     public func run(_ table: TableSource, onEvent: @escaping @Sendable (Event) -> Void = { _ in }) async throws -> Summary {
         let started = ContinuousClock.now
         // Object storage is reached over a transport of its own, ended with the run.
-        let storeLoader = CurlMultiDriver()
-        defer { storeLoader.shutdown() }
+        let storeLoader = configuration.objectStore.map { _ in CurlMultiDriver() }
+        defer { storeLoader?.shutdown() }
         let sink: any ImageSink
         switch configuration.format {
         case .folder:
@@ -132,7 +132,7 @@ public struct URLListJob: Sendable {
             var shards = ShardSink.Configuration(directory: configuration.directory, shardSize: shardSize)
             shards.isSyncEnabled = configuration.isSyncEnabled
             shards.shard = configuration.shard
-            if let destination = configuration.objectStore {
+            if let destination = configuration.objectStore, let storeLoader {
                 let client = S3Client(location: destination.location, configuration: destination.settings, loader: storeLoader)
                 let owned = shards
                 shards.store = try await S3ShardStore.open(client: client) { owned.owns($0) }
