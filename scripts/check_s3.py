@@ -1,0 +1,1041 @@
+"""Checks `mirror urls --out s3://BUCKET/PREFIX` against a real S3 server that checks every signature.
+
+Run by scripts/check-s3 (which makes the virtualenv with moto[server] and boto3, and builds mirror):
+
+    python scripts/check_s3.py MIRROR_BINARY
+
+Everything is local. moto_server runs on a free loopback port with INITIAL_NO_AUTH_ACTION_COUNT=6: the first six
+calls (unchecked) create an IAM user, its access key, an inline policy allowing s3:* (and sts:AssumeRole), a role the
+user may assume with its own s3:* policy (for the session-token check), and the bucket; every call after that is
+signature-checked, which the script proves before it starts (a wrong secret gets 403
+SignatureDoesNotMatch). The images — distinct PNGs made here with zlib and struct, a fifth of them about 1 MB so that
+a 40-row shard passes 5 MiB and goes up in parts — and a few missing ones are served by Python's http.server, in a
+process of its own. moto does not compare x-amz-content-sha256 with the body (real S3 does), and is laxer than S3
+about the form of the signed path and query; two runs go through a small proxy here that checks both.
+
+Checks (each failure is printed with the command, its exit code and its stderr, and the script goes on to the next
+check; it exits 1 if any failed):
+  a. shards to s3://BUCKET/ds: every tar, jsonl and stats object, read back with boto3; image bytes equal the served
+     files (sha256); rows equal the table's; exit 3 with the 404s counted as http-404; big tars went up in parts
+  b. the same table into a local folder: the same tars, member by member (records compared without fetched_at)
+  c. a wrong secret, a wrong key id and missing variables: exit 4, one stderr line naming the variable, nothing written
+  d. a missing bucket: one line naming it, exit 1 or 4, nothing like a crash report; an unreachable endpoint: exit 5
+  e. two stale uploads and an orphan tar under a prefix, then SIGKILL while a multipart upload is in progress (and
+     in two more series: once a part is stored; between a shard's tar and its stats), each followed by a rerun: no
+     upload left, every shard whole, every row once
+  f. a rerun of a complete prefix writes nothing (ETag and LastModified, and moto's request log), and exits as a
+     rerun of a complete folder does
+  g. temporary credentials (AWS_SESSION_TOKEN from STS AssumeRole; moto's S3 does not know GetSessionToken's keys),
+     with the default --state-dir
+  h. through a checking proxy: every signed payload hash matches its body (moto does not check), and every request's
+     path and query are sent in SigV4 canonical form (curl signs them as sent; real S3 recomputes that form), for a
+     plain prefix and for a nested one with a space, + ( ) ~ and ü
+  i. a nested prefix with a space and non-ASCII letters, and its rerun
+  j. no secret in the files mirror left on disk (state folders, the default one under the XDG cache)
+  and the throughput of S3 runs (5 MiB parts, and the default part size) against the same runs into a local folder,
+  on this table and on a larger one of 500 images (CHECK_S3_THROUGHPUT_IMAGES), beside boto3's own upload of the
+  same files to the same moto_server (its ceiling here).
+No run may print a secret or the session token. CHECK_S3_ONLY=a,e runs only those sections (and the set-up);
+CHECK_S3_REPORT=FILE writes every run and measurement as JSON; CHECK_S3_KEEP=1 keeps the work folder.
+"""
+import hashlib
+import http.client
+import http.server
+import io
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import socket
+import socketserver
+import statistics
+import struct
+import subprocess
+import sys
+import tarfile
+import tempfile
+import threading
+import time
+import zlib
+
+SHARD = 40
+PART = 5 * 1024 * 1024
+BUCKET = "mirror-check"
+IMAGES = 120
+MISSING_AT = (7, 50, 93, 118)  # table positions of the 404 rows
+REGION = "us-east-1"
+
+
+# ---------------------------------------------------------------- image server (a process of its own)
+
+def serve(directory, port):
+    """Serves `directory` on loopback; `/slow/NAME` is NAME after a 40 ms pause (for the kill check's retries)."""
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, directory=directory, **kwargs)
+
+        def do_GET(self):
+            if self.path.startswith("/slow/"):
+                time.sleep(0.04)
+                self.path = self.path[len("/slow"):]
+            super().do_GET()
+
+        def log_message(self, *args):
+            pass
+
+    http.server.ThreadingHTTPServer.daemon_threads = True
+    http.server.ThreadingHTTPServer(("127.0.0.1", int(port)), Handler).serve_forever()
+
+
+if __name__ == "__main__" and len(sys.argv) == 4 and sys.argv[1] == "--serve":
+    serve(sys.argv[2], sys.argv[3])
+    sys.exit(0)
+
+import boto3  # noqa: E402  (the server mode above needs only the standard library)
+import botocore.config  # noqa: E402
+import botocore.exceptions  # noqa: E402
+
+MIRROR = os.path.abspath(sys.argv[1])
+failures = []     # (check, message)
+runs = []         # every mirror run, for the report
+measurements = {}
+
+
+class Failed(Exception):
+    pass
+
+
+def check(condition, message, detail=""):
+    if not condition:
+        raise Failed(message + (f"\n{detail}" if detail else ""))
+    print(f"  ok: {message}", flush=True)
+
+
+def section(name, function):
+    print(f"{name}", flush=True)
+    try:
+        function()
+    except Failed as error:
+        print(f"check-s3: FAILED: {error}", file=sys.stderr, flush=True)
+        failures.append((name, str(error)))
+    except Exception as error:  # a crash of the check itself is a failure too, with its cause
+        import traceback
+        text = "".join(traceback.format_exception(error))
+        print(f"check-s3: FAILED (the check crashed): {text}", file=sys.stderr, flush=True)
+        failures.append((name, f"the check crashed: {text}"))
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_port(port, process):
+    for _ in range(400):
+        if process.poll() is not None:
+            sys.exit(f"check-s3: a server on port {port} exited with {process.returncode}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    sys.exit(f"check-s3: nothing listens on port {port}")
+
+
+# ---------------------------------------------------------------- images and table
+
+def png(width, height, rows, text):
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+    raw = b"".join(b"\x00" + row for row in rows)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+            + chunk(b"tEXt", b"Comment\x00" + text.encode()) + chunk(b"IDAT", zlib.compress(raw, 1)) + chunk(b"IEND", b""))
+
+
+def make_image(number):
+    """Image `number`: every fifth one about 1 MB of noise, the others gradients of varied sizes; all distinct."""
+    rng = random.Random(number)
+    if number % 5 == 0:
+        width, height = 560 + number % 80, 560 + number % 50
+        rows = [rng.randbytes(width * 3) for _ in range(height)]
+    else:
+        width, height = 16 + (number * 37) % 380, 16 + (number * 53) % 300
+        pattern = bytes((j * (1 + number % 7) + number) & 255 for j in range(8192))
+        rows = [pattern[(y * 3 + number) % 4096:(y * 3 + number) % 4096 + width * 3] for y in range(height)]
+    return png(width, height, rows, f"mirror check-s3 image {number}")
+
+
+work = tempfile.mkdtemp(prefix="mirror-check-s3-")
+served = os.path.join(work, "served")
+os.makedirs(served)
+table_rows = []   # (url path, caption, sha256 or None for a 404)
+digests = {}
+number = 0
+for position in range(IMAGES + len(MISSING_AT)):
+    if position in MISSING_AT:
+        table_rows.append((f"missing-{position}.png", f"missing {position}", None))
+        continue
+    data = make_image(number)
+    name = f"{number}.png"
+    with open(os.path.join(served, name), "wb") as handle:
+        handle.write(data)
+    table_rows.append((name, f'image {number}, "quoted", ünïcode', hashlib.sha256(data).hexdigest()))
+    digests[name] = (hashlib.sha256(data).hexdigest(), len(data))
+    number += 1
+ROWS = len(table_rows)
+SAVED = IMAGES
+IMAGE_BYTES = sum(size for _, size in digests.values())
+SHARDS = (ROWS + SHARD - 1) // SHARD
+
+image_port = free_port()
+image_server = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--serve", served, str(image_port)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+wait_for_port(image_port, image_server)
+
+
+def write_table(path, url_prefix=""):
+    import csv
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["url", "caption"])
+        for name, caption, _ in table_rows:
+            writer.writerow([f"http://127.0.0.1:{image_port}/{url_prefix}{name}", caption])
+    return path
+
+
+table = write_table(os.path.join(work, "table.csv"))
+slow_table = write_table(os.path.join(work, "slow.csv"), "slow/")
+urls = [f"http://127.0.0.1:{image_port}/{name}" for name, _, _ in table_rows]
+print(f"{ROWS} rows ({IMAGES} images, {IMAGE_BYTES / 1e6:.1f} MB, {len(MISSING_AT)} missing), {SHARDS} shards of {SHARD}")
+
+
+# ---------------------------------------------------------------- moto with IAM
+
+moto_port = free_port()
+moto_log_path = os.path.join(work, "moto.log")
+moto_log = open(moto_log_path, "w")
+moto = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(moto_port)],
+                        stdout=moto_log, stderr=subprocess.STDOUT,
+                        env=dict(os.environ, INITIAL_NO_AUTH_ACTION_COUNT="6"))
+wait_for_port(moto_port, moto)  # a bare connect: no request, so none of the six unchecked calls is spent
+ENDPOINT = f"http://127.0.0.1:{moto_port}"
+CONFIG = botocore.config.Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1})
+
+
+def client(service, key_id, secret, token=None, endpoint=ENDPOINT):
+    return boto3.client(service, endpoint_url=endpoint, region_name=REGION, aws_access_key_id=key_id,
+                        aws_secret_access_key=secret, aws_session_token=token, config=CONFIG)
+
+
+def error_code(call):
+    try:
+        call()
+    except botocore.exceptions.ClientError as error:
+        return error.response["Error"]["Code"], error.response["ResponseMetadata"]["HTTPStatusCode"]
+    return None, 200
+
+
+bootstrap_iam = client("iam", "bootstrap", "bootstrap")
+bootstrap_iam.create_user(UserName="mirror-check")
+access_key = bootstrap_iam.create_access_key(UserName="mirror-check")["AccessKey"]
+bootstrap_iam.put_user_policy(UserName="mirror-check", PolicyName="s3", PolicyDocument=json.dumps({
+    "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": ["s3:*", "sts:AssumeRole"], "Resource": "*"}],
+}))
+# moto checks the trust policy against the caller's ARN: the account's root as principal gets AccessDenied
+ROLE_ARN = bootstrap_iam.create_role(RoleName="mirror-check-writer", AssumeRolePolicyDocument=json.dumps({
+    "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
+                                            "Principal": {"AWS": "arn:aws:iam::123456789012:user/mirror-check"}}],
+}))["Role"]["Arn"]
+bootstrap_iam.put_role_policy(RoleName="mirror-check-writer", PolicyName="s3", PolicyDocument=json.dumps({
+    "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}],
+}))
+client("s3", "bootstrap", "bootstrap").create_bucket(Bucket=BUCKET)
+KEY_ID, SECRET = access_key["AccessKeyId"], access_key["SecretAccessKey"]
+WRONG_SECRET = "wrong" + SECRET[5:][::-1]
+s3 = client("s3", KEY_ID, SECRET)
+secrets = {SECRET, WRONG_SECRET}
+
+print("moto_server with signature checking")
+section("setup", lambda: (
+    check(error_code(lambda: client("s3", "bootstrap", "bootstrap").list_buckets())[1] == 403,
+          "the unchecked calls are spent: the bootstrap key is refused now"),
+    check(error_code(lambda: client("s3", KEY_ID, WRONG_SECRET).list_objects_v2(Bucket=BUCKET, Prefix="ds"))
+          == ("SignatureDoesNotMatch", 403), "a wrong secret gets 403 SignatureDoesNotMatch"),
+    check(s3.list_objects_v2(Bucket=BUCKET, Prefix="ds")["KeyCount"] == 0, "the user's key lists the empty bucket"),
+))
+if failures:
+    sys.exit("check-s3: moto_server does not check signatures as expected; nothing else is meaningful")
+
+
+# ---------------------------------------------------------------- running mirror
+
+def s3_env(key_id=KEY_ID, secret=SECRET, token=None, endpoint=ENDPOINT, **extra):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_") and k != "MIRROR_S3_PART_SIZE"}
+    env["XDG_CACHE_HOME"] = os.path.join(work, "xdg-cache")
+    if key_id is not None:
+        env["AWS_ACCESS_KEY_ID"] = key_id
+    if secret is not None:
+        env["AWS_SECRET_ACCESS_KEY"] = secret
+    if token is not None:
+        env["AWS_SESSION_TOKEN"] = token
+    env["AWS_ENDPOINT_URL"] = endpoint
+    env["AWS_REGION"] = REGION
+    env.update(extra)
+    return env
+
+
+def state_dir(name):
+    path = os.path.join(work, "state", name)
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
+def mirror_argv(out, state=None, source=table):
+    argv = [MIRROR, "urls", source, "--out", out, "--format", "webdataset", "--shard-size", str(SHARD),
+            "--no-cache", "--quiet", "--json"]
+    if state:
+        argv += ["--state-dir", state]
+    return argv
+
+
+def shown(argv, env):
+    """The command as a shell line, with the variables that matter and every secret replaced."""
+    names = ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL", "MIRROR_S3_PART_SIZE"]
+    words = [f"{n}={'<secret>' if 'SECRET' in n or 'TOKEN' in n else env[n]}" for n in names if n in env]
+    if env.get("AWS_SECRET_ACCESS_KEY") == WRONG_SECRET:
+        words[[w.startswith("AWS_SECRET") for w in words].index(True)] = "AWS_SECRET_ACCESS_KEY=<wrong secret>"
+    return " ".join(words + [a.replace(work, "$WORK") for a in argv])
+
+
+def moto_log_size():
+    moto_log.flush()
+    return os.path.getsize(moto_log_path)
+
+
+def moto_requests(start, end=None):
+    """moto's request-log lines between two offsets: (method, path, status)."""
+    with open(moto_log_path, "rb") as handle:
+        handle.seek(start)
+        text = handle.read(None if end is None else end - start).decode("utf-8", "replace")
+    text = re.sub(r"\x1b\[[0-9;]*m", "", text)  # werkzeug colours some lines (DELETE, errors) even into a file
+    return [(m[1], m[2], int(m[3])) for m in re.finditer(r'"([A-Z]+) (\S+) HTTP/[\d.]+" (\d{3})', text)]
+
+
+def writes(requests, prefix):
+    return [r for r in requests if r[0] in ("PUT", "POST", "DELETE") and r[1].startswith(f"/{BUCKET}/{prefix}/")]
+
+
+def run(label, argv, env):
+    """Runs mirror; checks that no secret shows in its output; returns the completed process with .seconds."""
+    begin = moto_log_size()
+    started = time.monotonic()
+    process = subprocess.run(argv, capture_output=True, text=True, env=env)
+    process.seconds = time.monotonic() - started
+    time.sleep(0.05)
+    process.requests = moto_requests(begin)
+    record = {"label": label, "command": shown(argv, env), "exit": process.returncode,
+              "seconds": round(process.seconds, 2), "stderr": process.stderr.strip()[-2000:]}
+    runs.append(record)
+    process.command = record["command"]
+    print(f"  ran {label}: exit {process.returncode} in {process.seconds:.2f} s", flush=True)
+    output = process.stdout + process.stderr
+    leaked = [s for s in secrets if s and s in output]
+    check(not leaked, f"{label}: no secret or session token in stdout or stderr",
+          f"command: {record['command']}\nleaked {len(leaked)} value(s)")
+    if KEY_ID in output:
+        print(f"  note: {label}: the access key id appears in the output (not a secret, but reported)")
+        record["key_id_shown"] = True
+    return process
+
+
+def describe(process):
+    return f"command: {getattr(process, 'command', '?')}\nexit {process.returncode}; stderr: {process.stderr.strip()[-1500:]!r}; stdout: {process.stdout.strip()[-500:]!r}"
+
+
+def list_prefix(prefix, s3client=None):
+    """Objects under PREFIX/ — listed by the prefix's first segment, without a slash: moto up to 5.2.1 at least
+    refuses the signature of a query holding %2F (5.2.5 accepts it), and this check should work on either."""
+    s3client = s3client or s3
+    objects, token = {}, None
+    while True:
+        kwargs = {"Bucket": BUCKET, "Prefix": prefix.split("/")[0]}
+        if token:
+            kwargs["ContinuationToken"] = token
+        page = s3client.list_objects_v2(**kwargs)
+        for item in page.get("Contents", []):
+            if item["Key"].startswith(prefix + "/"):
+                objects[item["Key"]] = item
+        if not page.get("IsTruncated"):
+            return objects
+        token = page["NextContinuationToken"]
+
+
+def uploads_under(prefix):
+    uploads, marker = [], {}
+    while True:
+        page = s3.list_multipart_uploads(Bucket=BUCKET, Prefix=prefix.split("/")[0], **marker)
+        uploads += [u for u in page.get("Uploads", []) if u["Key"].startswith(prefix + "/")]
+        if not page.get("IsTruncated"):
+            return uploads
+        marker = {"KeyMarker": page["NextKeyMarker"], "UploadIdMarker": page["NextUploadIdMarker"]}
+
+
+def get(key):
+    return s3.get_object(Bucket=BUCKET, Key=key)["Body"].read()
+
+
+CRASH = re.compile(r"Fatal error|Stack dump|Current stack trace|Swift runtime failure|Illegal instruction|"
+                   r"Segmentation fault|\.swift:\d+|Traceback|#\d+ 0x[0-9a-f]+|panic")
+
+
+# ---------------------------------------------------------------- reading shards
+
+def read_shards(files):
+    """files: {name: bytes} of one output (S3 keys without the prefix, or a folder's files).
+    Returns {shard number: {"tar": {member: bytes}, "order": [...], "jsonl": [...], "stats": {...}}}."""
+    shards = {}
+    for name, data in files.items():
+        match = re.fullmatch(r"(\d{5})(\.tar|\.jsonl|_stats\.json)", name)
+        if not match:
+            continue
+        shard = shards.setdefault(int(match[1]), {})
+        if match[2] == ".tar":
+            with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as archive:
+                members = archive.getmembers()
+                shard["order"] = [m.name for m in members]
+                shard["tar"] = {m.name: archive.extractfile(m).read() for m in members if m.isfile()}
+        elif match[2] == ".jsonl":
+            shard["jsonl"] = [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
+        else:
+            shard["stats"] = json.loads(data)
+    return shards
+
+
+STATS_KEYS = {"shard", "rows", "saved", "failed", "failures", "invalid", "duplicates", "filtered", "opted_out",
+              "disallowed", "bytes", "seconds", "started", "finished"}
+
+
+def check_shards(shards, label, expect_stats_keys=True):
+    """The shards hold exactly the table: every row once, every image byte for byte, stats that add up."""
+    check(sorted(shards) == list(range(SHARDS)), f"{label}: shards 0…{SHARDS - 1} present", f"found {sorted(shards)}")
+    missing = [(n, part) for n, s in shards.items() for part in ("tar", "jsonl", "stats") if part not in s]
+    check(not missing, f"{label}: every shard has its .tar, .jsonl and _stats.json", f"missing: {missing}")
+    seen_keys, image_members, bad_bytes, bad_rows, bad_stats, key_counts = [], 0, [], [], [], {}
+    for number, shard in sorted(shards.items()):
+        first = number * SHARD
+        expected_rows = list(range(first, min(first + SHARD, ROWS)))
+        lines = shard["jsonl"]
+        if [line.get("key") for line in lines] != [f"{p:09d}" for p in expected_rows]:
+            bad_rows.append(f"shard {number}: keys {[line.get('key') for line in lines][:3]}… for rows {expected_rows[0]}…")
+        for line in lines:
+            try:
+                position = int(line["key"])
+                name, caption, digest = table_rows[position]
+            except (KeyError, ValueError, IndexError):
+                bad_rows.append(f"shard {number}: line {line}")
+                continue
+            want_status = "success" if digest else "failed"
+            if line.get("url") != urls[position] or line.get("status") != want_status:
+                bad_rows.append(f"row {position}: status {line.get('status')} url {line.get('url')}")
+            seen_keys.append(line["key"])
+        members = shard["tar"]
+        images = {m: b for m, b in members.items() if m.endswith(".png")}
+        image_members += len(images)
+        for position in expected_rows:
+            key, (name, caption, digest) = f"{position:09d}", table_rows[position]
+            if digest is None:
+                if any(m.startswith(key + ".") for m in members):
+                    bad_bytes.append(f"{key}: a 404 row has members")
+                continue
+            key_counts[key] = key_counts.get(key, 0) + 1
+            image = members.get(f"{key}.png")
+            if image is None:
+                bad_bytes.append(f"{key}.png missing from shard {number} (members {sorted(members)[:4]}…)")
+            elif hashlib.sha256(image).hexdigest() != digest:
+                bad_bytes.append(f"{key}.png: {len(image)} bytes, sha256 differs from the served {name}")
+            if members.get(f"{key}.txt", b"").decode("utf-8", "replace") != caption:
+                bad_bytes.append(f"{key}.txt: {members.get(f'{key}.txt')!r} is not the caption {caption!r}")
+            record = json.loads(members.get(f"{key}.json", b"{}") or b"{}")
+            if record.get("url") != urls[position] or record.get("key") != key:
+                bad_bytes.append(f"{key}.json: url {record.get('url')} key {record.get('key')}")
+        extra = [m for m in members if not re.fullmatch(r"\d{9}\.(png|json|txt)", m)]
+        if extra:
+            bad_bytes.append(f"shard {number}: unexpected members {extra}")
+        stats = shard["stats"]
+        want = {"shard": number, "rows": len(expected_rows), "saved": len(images),
+                "failed": sum(1 for p in expected_rows if table_rows[p][2] is None)}
+        got = {k: stats.get(k) for k in want}
+        if got != want:
+            bad_stats.append(f"shard {number}: {got} != {want}")
+        failures_404 = sum(1 for p in expected_rows if table_rows[p][2] is None)
+        if failures_404 and stats.get("failures") != {"http-404": failures_404}:
+            bad_stats.append(f"shard {number}: failures {stats.get('failures')} (want {{'http-404': {failures_404}}})")
+        if expect_stats_keys and not STATS_KEYS <= set(stats):
+            bad_stats.append(f"shard {number}: stats lack {sorted(STATS_KEYS - set(stats))}")
+    duplicated = sorted(k for k in set(seen_keys) if seen_keys.count(k) > 1)
+    check(not duplicated and sorted(seen_keys) == [f"{p:09d}" for p in range(ROWS)],
+          f"{label}: the .jsonl files hold every one of the {ROWS} rows exactly once",
+          f"duplicated {duplicated[:5]}, missing {sorted(set(f'{p:09d}' for p in range(ROWS)) - set(seen_keys))[:5]}")
+    check(not bad_rows, f"{label}: every .jsonl row has its table row's key, url and status", "\n".join(bad_rows[:8]))
+    check(not bad_bytes, f"{label}: every image member equals the served file byte for byte (sha256), with its caption and record",
+          "\n".join(bad_bytes[:8]))
+    check(image_members == SAVED, f"{label}: {image_members} image members across the shards ({SAVED} expected)")
+    check(not bad_stats, f"{label}: every stats object counts its shard (rows, saved, failed, failures http-404, all keys)",
+          "\n".join(bad_stats[:8]))
+
+
+def s3_files(prefix):
+    return {key[len(prefix) + 1:]: get(key) for key in list_prefix(prefix)}
+
+
+def folder_files(path):
+    return {name: open(os.path.join(path, name), "rb").read() for name in os.listdir(path)
+            if os.path.isfile(os.path.join(path, name))}
+
+
+def snapshot(prefix):
+    return {key: (item["ETag"], item["LastModified"], item["Size"]) for key, item in list_prefix(prefix).items()}
+
+
+# ---------------------------------------------------------------- the checks
+
+state = {}
+
+
+def check_a():
+    env = s3_env(MIRROR_S3_PART_SIZE=str(PART))
+    process = run("a: S3 run", mirror_argv(f"s3://{BUCKET}/ds", state_dir("ds")), env)
+    state["a"] = process
+    check(process.returncode == 3, "a: exits 3 (the 404 rows gave no image)", describe(process))
+    objects = list_prefix("ds")
+    names = sorted(key[3:] for key in objects)
+    expected = sorted(f"{n:05d}{suffix}" for n in range(SHARDS) for suffix in (".tar", ".jsonl", "_stats.json"))
+    check(set(expected) <= set(names), f"a: all {len(expected)} shard objects are under ds/",
+          f"missing {sorted(set(expected) - set(names))}")
+    if set(names) - set(expected):
+        print(f"  note: other objects under ds/: {sorted(set(names) - set(expected))}")
+    check(not uploads_under("ds"), "a: no multipart upload is left open")
+    shards = read_shards(s3_files("ds"))
+    state["a_shards"] = shards
+    check_shards(shards, "a")
+    tars = {k: v for k, v in objects.items() if k.endswith(".tar")}
+    big = {k: v["Size"] for k, v in tars.items() if v["Size"] > PART}
+    multipart = {k for k, v in tars.items() if "-" in v["ETag"]}
+    sizes = [f"{k[3:]} {v['Size'] / 2**20:.2f} MiB ETag {v['ETag']}" for k, v in sorted(tars.items())]
+    print(f"  tar sizes: {', '.join(sizes)}")
+    check(big, "a: at least one shard tar is bigger than the 5 MiB part size", f"sizes {[v['Size'] for v in tars.values()]}")
+    check(set(big) <= multipart, "a: every tar bigger than MIRROR_S3_PART_SIZE went up as a multipart upload (ETag …-N)",
+          f"big {sorted(big)}, multipart ETags {sorted(multipart)}")
+    posts = [r for r in process.requests if r[0] == "POST" and "uploads" in r[1]]
+    check(posts, "a: moto's log shows CreateMultipartUpload calls", f"{len(process.requests)} requests logged")
+    stats_last = []
+    for number in range(SHARDS):
+        order = [i for i, r in enumerate(process.requests) if r[0] in ("PUT", "POST") and f"/ds/{number:05d}" in r[1]]
+        if order and f"{number:05d}_stats.json" not in process.requests[order[-1]][1]:
+            stats_last.append(f"shard {number}: last write {process.requests[order[-1]][1]}")
+    check(not stats_last, "a: each shard's stats object is the last of its writes", "\n".join(stats_last))
+    measurements["a_seconds"] = process.seconds
+    measurements["requests_a"] = {m: sum(1 for r in process.requests if r[0] == m) for m in ("GET", "HEAD", "PUT", "POST", "DELETE")}
+
+
+def check_b():
+    folder = os.path.join(work, "folder-b")
+    env = s3_env()
+    process = run("b: local folder run", mirror_argv(folder), env)
+    check(process.returncode == 3, "b: the folder run exits 3 too", describe(process))
+    local = read_shards(folder_files(folder))
+    check_shards(local, "b (folder)")
+    remote = state.get("a_shards")
+    check(remote is not None, "b: check a's shards are there to compare with")
+    differ, fetched_at = [], set()
+    for number in sorted(set(local) | set(remote)):
+        lt, rt = local.get(number, {}), remote.get(number, {})
+        if lt.get("order") != rt.get("order"):
+            differ.append(f"shard {number}: member names differ: folder {lt.get('order', [])[:4]}… S3 {rt.get('order', [])[:4]}…")
+            continue
+        for member, data in lt.get("tar", {}).items():
+            if member.endswith(".json") and data != rt["tar"].get(member):
+                record = lambda raw: {k: v for k, v in json.loads(raw or b"{}").items() if k != "fetched_at"}
+                if record(data) == record(rt["tar"].get(member)):
+                    fetched_at.add(member)
+                    continue
+            if rt["tar"].get(member) != data:
+                differ.append(f"shard {number}: member {member} differs ({len(data)} bytes in the folder, "
+                              f"{len(rt['tar'].get(member) or b'')} in S3)")
+    check(not differ, "b: the folder's tars have the S3 tars' member names, in order, and the same bytes "
+          "(images and captions exactly; records but for fetched_at)", "\n".join(differ[:8]))
+    if fetched_at:
+        print(f"  note: {len(fetched_at)} .json records differ only in fetched_at (the time of each run's download)")
+    clean = lambda lines: [{k: v for k, v in line.items() if k != "fetched_at"} for line in lines]
+    jsonl_differ = [n for n in local if clean(local[n]["jsonl"]) != clean(remote[n]["jsonl"])]
+    if jsonl_differ:
+        print(f"  note: the .jsonl of shards {jsonl_differ} differ between folder and S3 (first line: "
+              f"{local[jsonl_differ[0]]['jsonl'][0]} vs {remote[jsonl_differ[0]]['jsonl'][0]})")
+
+
+def assert_clean_refusal(label, process, prefix, want_exit, names):
+    lines = [line for line in process.stderr.splitlines() if line.strip()]
+    check(process.returncode == want_exit, f"{label}: exits {want_exit}", describe(process))
+    check(len(lines) == 1, f"{label}: one line on stderr", describe(process))
+    check(any(n in lines[0] for n in names), f"{label}: the line names {' or '.join(names)}: {lines[0]!r}", describe(process))
+    check(not CRASH.search(process.stderr + process.stdout), f"{label}: nothing like a crash report", describe(process))
+    check(not list_prefix(prefix) and not uploads_under(prefix), f"{label}: no object and no upload under {prefix}/")
+    ok_writes = [r for r in writes(process.requests, prefix) if r[2] < 300]
+    check(not ok_writes, f"{label}: moto accepted no write under {prefix}/", f"{ok_writes[:5]}")
+
+
+def check_c():
+    process = run("c: wrong secret", mirror_argv(f"s3://{BUCKET}/wrong", state_dir("wrong")), s3_env(secret=WRONG_SECRET))
+    state["c_exit"] = process.returncode
+    assert_clean_refusal("c (wrong secret)", process, "wrong", 4, ["AWS_SECRET_ACCESS_KEY", "signature", "Signature"])
+    refused = [r for r in process.requests if r[2] == 403]
+    print(f"  moto answered 403 to {len(refused)} of {len(process.requests)} requests of that run")
+    process = run("c: unknown key id", mirror_argv(f"s3://{BUCKET}/wrongid", state_dir("wrongid")),
+                  s3_env(key_id="AKIAIOSFODNN7EXAMPLE"))
+    assert_clean_refusal("c (unknown key id)", process, "wrongid", 4, ["AWS_ACCESS_KEY_ID"])
+    process = run("c: no AWS_ACCESS_KEY_ID", mirror_argv(f"s3://{BUCKET}/nokey", state_dir("nokey")), s3_env(key_id=None))
+    assert_clean_refusal("c (no AWS_ACCESS_KEY_ID)", process, "nokey", 4, ["AWS_ACCESS_KEY_ID"])
+    process = run("c: no AWS_SECRET_ACCESS_KEY", mirror_argv(f"s3://{BUCKET}/nosecret", state_dir("nosecret")), s3_env(secret=None))
+    assert_clean_refusal("c (no AWS_SECRET_ACCESS_KEY)", process, "nosecret", 4, ["AWS_SECRET_ACCESS_KEY"])
+    process = run("c: MIRROR_S3_PART_SIZE below 5 MiB", mirror_argv(f"s3://{BUCKET}/smallpart", state_dir("smallpart")),
+                  s3_env(MIRROR_S3_PART_SIZE="1048576"))
+    measurements["small_part_size_exit"] = process.returncode
+    check(process.returncode in (4, 64), f"c (MIRROR_S3_PART_SIZE=1048576): refused as a configuration or usage error "
+          f"(exit {process.returncode})", describe(process))
+    assert_clean_refusal("c (MIRROR_S3_PART_SIZE=1048576)", process, "smallpart", process.returncode, ["MIRROR_S3_PART_SIZE"])
+
+
+def check_d():
+    process = run("d: missing bucket", mirror_argv("s3://no-such-bucket-xyz/ds", state_dir("nobucket")), s3_env())
+    measurements["missing_bucket_exit"] = process.returncode
+    lines = [line for line in process.stderr.splitlines() if line.strip()]
+    check(process.returncode in (1, 4), f"d: a missing bucket exits 1 or 4 (it exits {process.returncode})", describe(process))
+    check(len(lines) == 1 and "no-such-bucket-xyz" in lines[0], f"d: one stderr line, naming the bucket: {lines!r}",
+          describe(process))
+    check(not CRASH.search(process.stderr + process.stdout), "d: nothing like a crash report", describe(process))
+    check("no-such-bucket-xyz" not in [b["Name"] for b in s3.list_buckets()["Buckets"]], "d: the bucket was not created")
+    closed = free_port()  # nothing listens there
+    process = run("d: unreachable endpoint", mirror_argv(f"s3://{BUCKET}/ds", state_dir("unreachable")),
+                  s3_env(endpoint=f"http://127.0.0.1:{closed}"))
+    lines = [line for line in process.stderr.splitlines() if line.strip()]
+    check(process.returncode == 5, f"d: an unreachable endpoint exits 5 (network), after {process.seconds:.1f} s",
+          describe(process))
+    check(len(lines) == 1 and not CRASH.search(process.stderr), f"d: with one stderr line: {lines!r}", describe(process))
+
+
+def partial_shards(prefix):
+    """Shard files under prefix/ whose shard has no stats object yet."""
+    names = [key[len(prefix) + 1:] for key in list_prefix(prefix)]
+    complete = {name[:5] for name in names if name.endswith("_stats.json")}
+    return [name for name in names if name[:5] not in complete]
+
+
+def kill_attempt(prefix, source, env, trigger, poll_seconds=0.005):
+    """Starts a run and SIGKILLs it as soon as boto3 sees `trigger` under prefix/: "upload" (a multipart upload in
+    progress), "part" (an upload with a part already stored) or "partial" (a shard's tar or jsonl without its stats)."""
+    argv = mirror_argv(f"s3://{BUCKET}/{prefix}", state_dir(prefix), source)
+    started = time.monotonic()
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    polls, caught = 0, None
+    while process.poll() is None:
+        if trigger == "upload":
+            seen = [u["Key"] for u in uploads_under(prefix)]
+        elif trigger == "part":
+            seen = [f"{u['Key']} part {p['PartNumber']}" for u in uploads_under(prefix)
+                    for p in s3.list_parts(Bucket=BUCKET, Key=u["Key"], UploadId=u["UploadId"]).get("Parts", [])]
+        else:
+            seen = partial_shards(prefix)
+        polls += 1
+        if seen:
+            process.send_signal(signal.SIGKILL)
+            caught = seen
+            break
+        time.sleep(poll_seconds)
+    out, err = process.communicate()
+    check(not any(s in out + err for s in secrets), f"e: {prefix}: no secret in the killed run's output")
+    time.sleep(0.2)
+    attempt = {"prefix": prefix, "trigger": trigger, "slow": source == slow_table, "caught": caught, "polls": polls,
+               "seconds": round(time.monotonic() - started, 2), "exit": process.returncode,
+               "objects_at_kill": sorted(k[len(prefix) + 1:] for k in list_prefix(prefix)),
+               "uploads_at_kill": [(u["Key"][len(prefix) + 1:], u["UploadId"]) for u in uploads_under(prefix)],
+               "command": shown(argv, env)}
+    print(f"  attempt {prefix} ({trigger}, {'slow images' if attempt['slow'] else 'plain'}): "
+          f"{'killed on seeing ' + str(caught) if caught else 'finished first'} after {polls} polls, "
+          f"{attempt['seconds']} s, exit {process.returncode}; then objects {attempt['objects_at_kill']}, "
+          f"open uploads {[k for k, _ in attempt['uploads_at_kill']]}", flush=True)
+    return attempt
+
+
+def rerun_after_kill(attempt, source, env):
+    prefix = attempt["prefix"]
+    process = run(f"e: rerun of {prefix} after the kill", mirror_argv(f"s3://{BUCKET}/{prefix}", state_dir(prefix), source), env)
+    aborts = [r for r in process.requests if r[0] == "DELETE" and "uploadId=" in r[1]]
+    deletes = [r for r in process.requests if r[0] == "DELETE" and "uploadId=" not in r[1]]
+    attempt["rerun"] = {"exit": process.returncode, "aborts": [(r[1], r[2]) for r in aborts],
+                        "deletes": [(r[1], r[2]) for r in deletes], "stderr": process.stderr.strip()[-500:]}
+    print(f"  the rerun sent {len(aborts)} AbortMultipartUpload {[r[2] for r in aborts]} and {len(deletes)} DeleteObject "
+          f"request(s); exit {process.returncode}", flush=True)
+    check(process.returncode == 3, f"e ({prefix}): the rerun completes with exit 3", describe(process))
+    remaining = uploads_under(prefix)
+    check(not remaining, f"e ({prefix}): no multipart upload is left under {prefix}/ after the rerun",
+          f"left open: {[(u['Key'], u['UploadId']) for u in remaining]}\nopen at the kill: {attempt['uploads_at_kill']}\n"
+          f"the rerun's aborts: {attempt['rerun']['aborts']}\nkilled run: {attempt['command']}\nrerun: {process.command}")
+    check_shards(read_shards(s3_files(prefix)), f"e ({prefix})")
+
+
+def check_e():
+    env = s3_env(MIRROR_S3_PART_SIZE=str(PART))
+    attempts = []
+    measurements["kill_attempts"] = attempts
+    problems = []
+    # Deterministic first: two uploads left open under the prefix (as two killed copies would leave them), one with
+    # a part, plus a tar of a shard without stats; a run must abort both uploads and delete the orphan.
+    stale = []
+    for number in (0, 1):
+        upload = s3.create_multipart_upload(Bucket=BUCKET, Key=f"stale/{number:05d}.tar")
+        stale.append((upload["Key"], upload["UploadId"]))
+    s3.upload_part(Bucket=BUCKET, Key=stale[0][0], UploadId=stale[0][1], PartNumber=1, Body=b"\0" * PART)
+    s3.put_object(Bucket=BUCKET, Key="stale/00002.tar", Body=b"not a tar")
+    process = run("e: run into a prefix with two stale uploads and an orphan tar",
+                  mirror_argv(f"s3://{BUCKET}/stale", state_dir("stale")), env)
+    aborts = [(r[1], r[2]) for r in process.requests if r[0] == "DELETE" and "uploadId=" in r[1]]
+    print(f"  stale uploads {[(k, i[:10] + '…') for k, i in stale]}; the run's aborts: {aborts}")
+    measurements["stale_uploads"] = {"aborts": aborts, "left": [(u["Key"], u["UploadId"]) for u in uploads_under("stale")]}
+    try:
+        check(process.returncode == 3, "e (stale): the run exits 3", describe(process))
+        remaining = uploads_under("stale")
+        check(not remaining, "e (stale): both stale multipart uploads were aborted",
+              f"left open: {[(u['Key'], u['UploadId']) for u in remaining]}\nabort requests (path, status): {aborts}\n"
+              f"command: {process.command}")
+        check_shards(read_shards(s3_files("stale")), "e (stale)")
+    except Failed as error:
+        problems.append(str(error))
+        print(f"check-s3: FAILED: {error}", file=sys.stderr, flush=True)
+    for trigger, plain, slow in (("upload", 4, 2), ("part", 3, 2), ("partial", 4, 2)):
+        caught_any = False
+        plans = [(table, f"kill{trigger}{n}") for n in range(plain)]
+        plans += [(slow_table, f"kill{trigger}-slow{n}") for n in range(slow)]
+        for source, prefix in plans:
+            if source == slow_table and caught_any:
+                break  # the slower set-up is only for when the plain one never caught the moment
+            attempt = kill_attempt(prefix, source, env, trigger)
+            attempts.append(attempt)
+            if not attempt["caught"]:
+                continue
+            caught_any = True
+            try:
+                rerun_after_kill(attempt, source, env)
+            except Failed as error:
+                problems.append(str(error))
+                print(f"check-s3: FAILED: {error}", file=sys.stderr, flush=True)
+        tries = [a for a in attempts if a["trigger"] == trigger]
+        print(f"  {trigger}: caught the moment in {sum(bool(a['caught']) for a in tries)} of {len(tries)} attempts", flush=True)
+        if trigger == "upload":
+            check(caught_any, "e: killed mirror during a multipart upload in at least one attempt")
+    check(not problems, f"e: every rerun after a kill leaves no upload and whole shards ({len(problems)} failed)",
+          "\n---\n".join(problems))
+
+
+def check_f():
+    folder = os.path.join(work, "folder-b")
+    reference = run("f: rerun of the complete folder of check b (the reference exit code)", mirror_argv(folder), s3_env())
+    print(f"  a rerun of a complete folder exits {reference.returncode}; the first S3 run exited "
+          f"{getattr(state.get('a'), 'returncode', None)}")
+    measurements["rerun_exit_folder"] = reference.returncode
+    before = snapshot("ds")
+    uploads_before = uploads_under("ds")
+    time.sleep(1.2)  # LastModified has whole seconds
+    for label, directory in (("same --state-dir", state_dir("ds")), ("a fresh --state-dir", state_dir("ds-fresh"))):
+        process = run(f"f: rerun of the complete prefix, {label}",
+                      mirror_argv(f"s3://{BUCKET}/ds", directory), s3_env(MIRROR_S3_PART_SIZE=str(PART)))
+        check(process.returncode == reference.returncode,
+              f"f ({label}): exits {process.returncode}, as a rerun of a complete folder does ({reference.returncode})",
+              describe(process))
+        after = snapshot("ds")
+        changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+        check(not changed, f"f ({label}): every object keeps its ETag and LastModified",
+              "\n".join(f"{k}: {before.get(k)} -> {after.get(k)}" for k in changed[:6]))
+        written = writes(process.requests, "ds")
+        check(not written, f"f ({label}): moto logged no PUT, POST or DELETE under ds/ ({len(process.requests)} requests in all)",
+              f"{written[:6]}")
+        check(uploads_under("ds") == uploads_before, f"f ({label}): no multipart upload was started")
+        measurements[f"rerun {label}"] = {"seconds": round(process.seconds, 2), "requests": len(process.requests)}
+
+
+def check_g():
+    sts = client("sts", KEY_ID, SECRET)
+    credentials = sts.assume_role(RoleArn=ROLE_ARN, RoleSessionName="check-s3", DurationSeconds=900)["Credentials"]
+    secrets.update({credentials["SecretAccessKey"], credentials["SessionToken"]})
+    temporary = client("s3", credentials["AccessKeyId"], credentials["SecretAccessKey"], credentials["SessionToken"])
+    check(temporary.list_objects_v2(Bucket=BUCKET, Prefix="session")["KeyCount"] == 0,
+          "g: boto3 lists the bucket with the temporary credentials (moto checks them)")
+    check(error_code(lambda: client("s3", credentials["AccessKeyId"], credentials["SecretAccessKey"]).list_objects_v2(
+        Bucket=BUCKET, Prefix="session"))[1] == 403, "g: without the session token they are refused")
+    env = s3_env(key_id=credentials["AccessKeyId"], secret=credentials["SecretAccessKey"], token=credentials["SessionToken"])
+    # and no --state-dir: the default, under the XDG cache (XDG_CACHE_HOME points into the work folder)
+    process = run("g: temporary credentials", mirror_argv(f"s3://{BUCKET}/session"), env)
+    check(process.returncode == 3, "g: a run with AWS_SESSION_TOKEN exits 3", describe(process))
+    check(len([k for k in list_prefix("session") if k.endswith("_stats.json")]) == SHARDS, "g: every shard's stats object is there")
+    env.pop("AWS_SESSION_TOKEN")
+    process = run("g: temporary credentials without the token", mirror_argv(f"s3://{BUCKET}/notoken", state_dir("notoken")), env)
+    check(process.returncode == 4, "g: the same key without AWS_SESSION_TOKEN exits 4", describe(process))
+    check(not list_prefix("notoken"), "g: and writes nothing")
+
+
+def sigv4_form_problems(target):
+    """How a request target differs from its SigV4 canonical form. curl's CURLOPT_AWS_SIGV4 signs the path and query
+    as sent, while S3 signs its own canonical form of them (each path segment and each query name and value
+    percent-encoded but for A-Z a-z 0-9 - _ . ~, so "/" in a query value is %2F; parameters sorted; "name=" even
+    without a value): a request that S3 accepts must be sent in exactly that form. moto is laxer (and refuses %2F)."""
+    from urllib.parse import quote, unquote
+    canonical = lambda text: quote(unquote(text), safe="-_.~")
+    path, _, query = target.partition("?")
+    problems = [f"path segment {seg!r} should be {canonical(seg)!r}" for seg in path.split("/") if seg != canonical(seg)]
+    if query:
+        pairs = [part.partition("=") for part in query.split("&")]
+        problems += [f"query parameter {name!r} has no '='" for name, eq, _ in pairs if not eq]
+        problems += [f"query text {text!r} should be {canonical(text)!r}" for name, _, value in pairs
+                     for text in (name, value) if text != canonical(text)]
+        if [(n, v) for n, _, v in pairs] != sorted((n, v) for n, _, v in pairs):
+            problems.append(f"query parameters not sorted: {query!r}")
+    return problems
+
+
+class HashCheckingProxy(http.server.BaseHTTPRequestHandler):
+    """Forwards to moto unchanged (Host included, so signatures hold) after comparing x-amz-content-sha256 with the body
+    and the request target with its SigV4 canonical form."""
+    protocol_version = "HTTP/1.1"
+    tally = {"signed": 0, "unsigned": 0, "streaming": 0, "mismatch": [], "missing": 0, "not_canonical": []}
+    lock = threading.Lock()
+
+    def log_message(self, *args):
+        pass
+
+    def body(self):
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            data = b""
+            while True:
+                size = int(self.rfile.readline().split(b";")[0], 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    return data
+                data += self.rfile.read(size)
+                self.rfile.readline()
+        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+    def forward(self):
+        data = self.body()
+        claimed = self.headers.get("x-amz-content-sha256")
+        with self.lock:
+            for problem in sigv4_form_problems(self.path):
+                self.tally["not_canonical"].append(f"{self.command} {self.path}: {problem}")
+            if claimed is None:
+                self.tally["missing"] += 1
+            elif claimed == "UNSIGNED-PAYLOAD":
+                self.tally["unsigned"] += 1
+            elif claimed.startswith("STREAMING-"):
+                self.tally["streaming"] += 1
+            elif claimed == hashlib.sha256(data).hexdigest():
+                self.tally["signed"] += 1
+            else:
+                self.tally["mismatch"].append(f"{self.command} {self.path}: header {claimed[:16]}…, body "
+                                              f"{len(data)} bytes {hashlib.sha256(data).hexdigest()[:16]}…")
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in ("expect", "transfer-encoding", "content-length")}
+        upstream = http.client.HTTPConnection("127.0.0.1", moto_port, timeout=60)
+        upstream.putrequest(self.command, self.path, skip_host=True, skip_accept_encoding=True)
+        for k, v in headers.items():
+            upstream.putheader(k, v)
+        if data or self.command in ("PUT", "POST"):
+            upstream.putheader("Content-Length", str(len(data)))
+        upstream.endheaders(data)
+        response = upstream.getresponse()
+        payload = response.read()
+        self.send_response_only(response.status, response.reason)
+        for k, v in response.getheaders():
+            if k.lower() not in ("content-length", "transfer-encoding", "connection", "server", "date"):
+                self.send_header(k, v)
+        self.send_header("Content-Length", str(len(payload) if self.command != "HEAD" else response.getheader("Content-Length") or 0))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(payload)
+        upstream.close()
+
+    do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = forward
+
+
+def check_h():
+    class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+        daemon_threads = True
+    proxy = Server(("127.0.0.1", 0), HashCheckingProxy)
+    threading.Thread(target=proxy.serve_forever, daemon=True).start()
+    endpoint = f"http://127.0.0.1:{proxy.server_address[1]}"
+    problems = []
+    try:
+        check(client("s3", KEY_ID, SECRET, endpoint=endpoint).list_objects_v2(Bucket=BUCKET, Prefix="proxied")["KeyCount"] == 0,
+              "h: boto3's signatures pass through the proxy")
+        for label, prefix in (("a plain prefix", "proxied"), ("a nested prefix with + ( ) ~ space and ü", "proxied/sub dir+(1)~ü")):
+            HashCheckingProxy.tally.update(signed=0, unsigned=0, streaming=0, mismatch=[], missing=0, not_canonical=[])
+            process = run(f"h: through the checking proxy, {label}", mirror_argv(f"s3://{BUCKET}/{prefix}", state_dir(prefix.replace("/", "_"))),
+                          s3_env(endpoint=endpoint, MIRROR_S3_PART_SIZE=str(PART)))
+            tally = {k: (list(v) if isinstance(v, list) else v) for k, v in HashCheckingProxy.tally.items()}
+            distinct = sorted({line.split(": ", 1)[1] for line in tally["not_canonical"]})
+            print(f"  {label}: payload hashes {tally['signed']} signed and right, {tally['unsigned']} UNSIGNED-PAYLOAD, "
+                  f"{tally['streaming']} streaming, {tally['missing']} without the header, {len(tally['mismatch'])} wrong; "
+                  f"{len(tally['not_canonical'])} request(s) not in SigV4 canonical form ({len(distinct)} distinct)")
+            measurements[f"proxy, {label}"] = {"payload_hashes": {k: tally[k] for k in ("signed", "unsigned", "streaming", "missing")},
+                                               "hash_mismatches": tally["mismatch"][:10], "not_canonical": distinct[:20],
+                                               "exit": process.returncode}
+            try:
+                check(process.returncode == 3, f"h ({label}): the proxied run exits 3", describe(process))
+                check(not tally["mismatch"], f"h ({label}): every x-amz-content-sha256 equals the SHA-256 of its body",
+                      "\n".join(tally["mismatch"][:6]))
+                check(not distinct, f"h ({label}): every request's path and query are already in SigV4 canonical form "
+                      "(curl signs them as sent; S3 signs its canonical form)",
+                      "\n".join(distinct[:8]) + f"\nexample: {tally['not_canonical'][:1]}\ncommand: {process.command}")
+                check(len([k for k in list_prefix(prefix) if k.endswith("_stats.json")]) == SHARDS, f"h ({label}): every shard arrived")
+            except Failed as error:
+                problems.append(str(error))
+                print(f"check-s3: FAILED: {error}", file=sys.stderr, flush=True)
+    finally:
+        proxy.shutdown()
+    check(not problems, f"h: both proxied runs pass ({len(problems)} failed)", "\n---\n".join(problems))
+
+
+def check_i():
+    prefix = "nested/deeper path/ünï"
+    process = run("i: a nested prefix with a space and non-ASCII", mirror_argv(f"s3://{BUCKET}/{prefix}", state_dir("nested")),
+                  s3_env(MIRROR_S3_PART_SIZE=str(PART)))
+    check(process.returncode == 3, f"i: s3://{BUCKET}/{prefix} exits 3", describe(process))
+    check_shards(read_shards(s3_files(prefix)), "i")
+    process = run("i: its rerun", mirror_argv(f"s3://{BUCKET}/{prefix}", state_dir("nested")), s3_env(MIRROR_S3_PART_SIZE=str(PART)))
+    check(process.returncode == 0 and not writes(process.requests, "nested"), "i: its rerun writes nothing and exits 0",
+          describe(process) + f"\nwrites: {writes(process.requests, 'nested')[:5]}")
+
+
+def check_j():
+    """No secret in the files mirror keeps on disk (state folders, the default one under the XDG cache, outputs)."""
+    found, scanned = [], 0
+    for root in (os.path.join(work, "state"), os.path.join(work, "xdg-cache"), os.path.join(work, "folder-b")):
+        for directory, _, names in os.walk(root):
+            for name in names:
+                path = os.path.join(directory, name)
+                try:
+                    data = open(path, "rb").read()
+                except OSError:
+                    continue
+                scanned += 1
+                found += [path.replace(work, "$WORK") for value in secrets if value and value.encode() in data]
+    check(scanned > 0 and not found, f"j: no secret or session token in the {scanned} files of the state folders", "\n".join(found[:5]))
+
+
+def throughput_series(label, source, rows, images, image_bytes, shard_size, repetitions=3):
+    """S3 runs (5 MiB parts, and the default part size) against runs into a local folder, interleaved."""
+    series = {"s3, 5 MiB parts": [], "s3, default part size": [], "folder": []}
+    tar_bytes = 0
+    for repetition in range(repetitions):
+        for name in series:
+            tag = f"{label}-{name.split(',')[-1].strip().split()[0]}-{repetition}"
+            if name == "folder":
+                out, env = os.path.join(work, "tput", tag), s3_env()
+            else:
+                out = f"s3://{BUCKET}/{tag}"
+                env = s3_env(MIRROR_S3_PART_SIZE=str(PART)) if "5 MiB" in name else s3_env()
+            argv = mirror_argv(out, None if name == "folder" else state_dir(tag), source)
+            argv[argv.index("--shard-size") + 1] = str(shard_size)
+            process = run(f"throughput {label}: {name} #{repetition + 1}", argv, env)
+            want = 0 if images == rows else 3
+            check(process.returncode == want, f"throughput {label}: {name} #{repetition + 1} exits {want}", describe(process))
+            if name == "s3, default part size":
+                check(not [r for r in process.requests if "uploadId=" in r[1]],
+                      f"throughput {label}: with the default part size no tar goes up in parts")
+            if name == "s3, 5 MiB parts" and repetition == 0:
+                tar_bytes = sum(item["Size"] for key, item in list_prefix(tag).items() if key.endswith(".tar"))
+            series[name].append(process.seconds)
+    # What moto takes from boto3, sequentially, for the same files: the server's own ceiling here
+    import boto3.s3.transfer
+    folder = os.path.join(work, "tput", f"{label}-folder-{repetitions - 1}")
+    files = sorted(n for n in os.listdir(folder) if re.fullmatch(r"\d{5}(\.tar|\.jsonl|_stats\.json)", n))
+    for name, part in (("boto3 upload_file, 5 MiB parts", PART), ("boto3 upload_file, default part size", 64 << 20)):
+        config = boto3.s3.transfer.TransferConfig(multipart_threshold=part, multipart_chunksize=part, use_threads=False)
+        started = time.monotonic()
+        for file in files:
+            s3.upload_file(os.path.join(folder, file), BUCKET, f"{label}-boto3/{file}", Config=config)
+        series[name] = [time.monotonic() - started]
+    result = {"load_average_1min": round(os.getloadavg()[0], 2)}
+    print(f"  {label}: {images} images of {rows} rows, {image_bytes / 1e6:.1f} MB of images, {tar_bytes / 1e6:.1f} MB "
+          f"of tars, --shard-size {shard_size} (mirror as given, loopback, moto_server is Python; "
+          f"load average {result['load_average_1min']} on {os.cpu_count()} CPUs)")
+    for name, times in series.items():
+        median = statistics.median(times)
+        result[name] = {"seconds": [round(t, 2) for t in times], "median_s": round(median, 2),
+                        "image_MB_per_s": round(image_bytes / 1e6 / median, 1), "images_per_s": round(images / median, 1),
+                        "tar_MB_per_s": round(tar_bytes / 1e6 / median, 1)}
+        if name.startswith("boto3"):
+            print(f"    {name} (upload only, of the folder run's shard files): {median:.2f} s -> "
+                  f"{result[name]['tar_MB_per_s']} MB/s of tar", flush=True)
+            continue
+        print(f"    {name}: median {median:.2f} s of {result[name]['seconds']} -> {result[name]['image_MB_per_s']} MB/s "
+              f"of images, {result[name]['images_per_s']} images/s, {result[name]['tar_MB_per_s']} MB/s of tar", flush=True)
+    measurements.setdefault("throughput", {})[label] = result
+
+
+def throughput():
+    throughput_series("check table", table, ROWS, SAVED, IMAGE_BYTES, SHARD)
+    # A larger table of its own (distinct images again, no 404s) for steadier numbers
+    count = int(os.environ.get("CHECK_S3_THROUGHPUT_IMAGES", "500"))
+    os.makedirs(os.path.join(served, "tput"), exist_ok=True)
+    size, lines = 0, ["url,caption"]
+    for n in range(count):
+        data = make_image(10_000 + n)
+        with open(os.path.join(served, "tput", f"{n}.png"), "wb") as handle:
+            handle.write(data)
+        size += len(data)
+        lines.append(f"http://127.0.0.1:{image_port}/tput/{n}.png,throughput image {n}")
+    source = os.path.join(work, "throughput.csv")
+    with open(source, "w") as handle:
+        handle.write("\n".join(lines) + "\n")
+    throughput_series("larger table", source, count, count, size, 100)
+
+
+only = set(filter(None, os.environ.get("CHECK_S3_ONLY", "").split(",")))  # e.g. CHECK_S3_ONLY=a,e to debug
+
+
+def section_if(name, function):
+    if not only or name.split(".")[0] in only:
+        section(name, function)
+
+
+try:
+    section_if("a. WebDataset shards to S3 (MIRROR_S3_PART_SIZE=5 MiB)", check_a)
+    section_if("b. the same table into a local folder", check_b)
+    section_if("c. refused credentials", check_c)
+    section_if("d. a missing bucket", check_d)
+    section_if("e. SIGKILL during a multipart upload, then a rerun", check_e)
+    section_if("f. a rerun of a complete prefix", check_f)
+    section_if("g. temporary credentials", check_g)
+    section_if("h. payload hashes and canonical requests, through a checking proxy", check_h)
+    section_if("i. a nested prefix with a space and non-ASCII", check_i)
+    section_if("j. no secret on disk", check_j)
+    section_if("throughput", throughput)
+finally:
+    image_server.terminate()
+    moto.terminate()
+    report = os.environ.get("CHECK_S3_REPORT")
+    if report:
+        with open(report, "w") as handle:
+            json.dump({"failures": failures, "runs": runs, "measurements": measurements}, handle, indent=2, default=str)
+    if not os.environ.get("CHECK_S3_KEEP"):
+        shutil.rmtree(work, ignore_errors=True)
+    else:
+        print(f"work folder kept: {work}")
+
+if failures:
+    print(f"check-s3: {len(failures)} check(s) failed: {', '.join(name.split('.')[0] for name, _ in failures)}", file=sys.stderr)
+    sys.exit(1)
+print("check-s3: all checks passed")
