@@ -84,7 +84,7 @@ struct Urls: AsyncParsableCommand {
                 printError(error.description)
                 throw ExitStatus.configuration.exitCode
             }
-            directory = stateDir.map { URL(fileURLWithPath: $0) } ?? Self.defaultStateDirectory(for: location)
+            directory = stateDir.map { URL(fileURLWithPath: $0) } ?? location.defaultStateDirectory()
         } else if let (shard, _) = share, !isWebDataset {
             // A folder is one run's (its lock, its manifest, its leftovers): each copy fills its own.
             directory.appendPathComponent(shard.directoryName, isDirectory: true)
@@ -120,22 +120,6 @@ struct Urls: AsyncParsableCommand {
         }
         report(summary, interrupted: interrupted)
         throw exitStatus(for: summary, interrupted: interrupted).exitCode
-    }
-
-    /// `$XDG_CACHE_HOME/mirror/state/BUCKET-PREFIX-HASH`: one state folder per destination.
-    static func defaultStateDirectory(for location: S3Location) -> URL {
-        let environment = ProcessInfo.processInfo.environment
-        let cache = environment["XDG_CACHE_HOME"].flatMap { $0.isEmpty ? nil : URL(fileURLWithPath: $0) }
-            ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".cache")
-        let readable = (location.bucket + "-" + location.prefix).map { $0.isLetter || $0.isNumber || $0 == "-" ? $0 : "-" }
-        let digest = fnv1aHex(location.description + "|" + (environment["AWS_ENDPOINT_URL"] ?? ""))
-        return cache.appendingPathComponent("mirror/state/\(String(readable.prefix(60)))-\(digest)", isDirectory: true)
-    }
-
-    private static func fnv1aHex(_ text: String) -> String {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in text.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
-        return String(hash, radix: 16)
     }
 
     private func openTable() throws(TableError) -> TableReader {

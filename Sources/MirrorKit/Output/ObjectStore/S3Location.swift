@@ -32,6 +32,16 @@ public struct S3Location: Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String { "s3://\(bucket)" + (prefix.isEmpty ? "" : "/\(prefix)") }
+
+    /// `$XDG_CACHE_HOME/mirror/state/BUCKET-PREFIX-HASH` (else `~/.cache/…`): one local state folder per destination,
+    /// the endpoint included in the hash.
+    public func defaultStateDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
+        let cache = environment["XDG_CACHE_HOME"].flatMap { $0.isEmpty ? nil : URL(fileURLWithPath: $0) }
+            ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".cache")
+        let readable = String((bucket + "-" + prefix).map { $0.isLetter || $0.isNumber || $0 == "-" ? $0 : "-" }.prefix(60))
+        let digest = sha256Hex(description + "|" + (environment["AWS_ENDPOINT_URL"] ?? "")).prefix(12)
+        return cache.appendingPathComponent("mirror/state/\(readable)-\(digest)", isDirectory: true)
+    }
 }
 
 /// How to reach and sign for an S3-compatible store, read from the AWS variables.

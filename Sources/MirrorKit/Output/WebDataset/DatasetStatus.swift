@@ -31,10 +31,7 @@ public struct DatasetStatus: Sendable, Hashable, Encodable {
     public init() {}
 
     /// Saved images over the time from the first shard's start to the last one's end.
-    public var imagesPerSecond: Double? {
-        guard let started, let finished, finished > started else { return nil }
-        return Double(saved) / (finished - started)
-    }
+    public private(set) var imagesPerSecond: Double?
 
     /// Sums the stats files (`name` → contents) among a listing of shard file names.
     /// - Throws: ``Unreadable`` naming the first stats file that is not a stats object.
@@ -66,6 +63,9 @@ public struct DatasetStatus: Sendable, Hashable, Encodable {
         }
         shardsMissing.sort()
         shardsIncomplete = seen.subtracting(done).sorted()
+        if let started, let finished, finished > started {
+            imagesPerSecond = Double(saved) / (finished - started)
+        }
     }
 
     /// A stats file that does not parse.
@@ -90,25 +90,5 @@ public struct DatasetStatus: Sendable, Hashable, Encodable {
         }
         if let start = (object["started"] as? NSNumber)?.doubleValue, start > 0 { started = min(started ?? start, start) }
         if let end = (object["finished"] as? NSNumber)?.doubleValue, end > 0 { finished = max(finished ?? end, end) }
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(rows, forKey: .rows)
-        try container.encode(saved, forKey: .saved)
-        try container.encode(failed, forKey: .failed)
-        try container.encode(failures, forKey: .failures)
-        try container.encode(invalid, forKey: .invalid)
-        try container.encode(duplicates, forKey: .duplicates)
-        try container.encode(filtered, forKey: .filtered)
-        try container.encode(optedOut, forKey: .optedOut)
-        try container.encode(disallowed, forKey: .disallowed)
-        try container.encode(bytes, forKey: .bytes)
-        try container.encode(shardsDone, forKey: .shardsDone)
-        try container.encode(shardsMissing, forKey: .shardsMissing)
-        try container.encode(shardsIncomplete, forKey: .shardsIncomplete)
-        try container.encodeIfPresent(started, forKey: .started)
-        try container.encodeIfPresent(finished, forKey: .finished)
-        try container.encodeIfPresent(imagesPerSecond.map { ($0 * 10).rounded() / 10 }, forKey: .imagesPerSecond)
     }
 }
