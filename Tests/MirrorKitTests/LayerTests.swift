@@ -6,7 +6,7 @@ import Testing
 @Suite("Layers")
 struct LayerTests {
     /// Bottom to top, as ARCHITECTURE.md lists them.
-    static let layers = ["Support", "Caching", "Output", "Download", "Providers", "Search", "Sources", "Pipeline", "Job"]
+    static let layers = ["Support", "Caching", "Output", "Download", "Providers", "Search", "Sources", "Pipeline", "Job", "Gallery"]
 
     static var root: URL {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

@@ -92,6 +92,20 @@ public enum AtomicFile {
         }
     }
 
+    /// Writes `data` as `destination`, replacing what is there: readers see the old file or the new one, whole
+    /// (temporary file beside it, then `rename(2)`). For derived files that are rewritten (a gallery page), not images.
+    public static func replaceFile(_ data: Data, at destination: URL) throws(FileError) {
+        let temporary = try makeTemporary(in: destination.deletingLastPathComponent())
+        defer { close(temporary.descriptor) }
+        do throws(FileError) {
+            try writeAll(data, to: temporary.descriptor, path: destination.path)
+            if rename(temporary.url.path, destination.path) != 0 { throw FileError(operation: "save", path: destination.path, code: errno) }
+        } catch {
+            remove(temporary.url)
+            throw error
+        }
+    }
+
     /// Deletes a file, ignoring a missing one.
     public static func remove(_ url: URL) {
         unlink(url.path)

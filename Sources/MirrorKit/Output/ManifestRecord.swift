@@ -259,7 +259,12 @@ public struct ManifestRecord: Codable, Sendable, Hashable {
     /// Reads a manifest's lines; lines that are not records (a torn last line, say) are skipped.
     public static func read(from url: URL) -> [ManifestRecord] {
         guard let data = try? Data(contentsOf: url) else { return [] }
-        return data.split(separator: 0x0A).compactMap { try? decoder.decode(ManifestRecord.self, from: Data($0)) }
+        return data.split(separator: 0x0A).compactMap(decode)
+    }
+
+    /// Decodes one line, or `nil` when it is not a record (a failed row of a shard's `.jsonl`, a torn line).
+    public static func decode(_ line: some DataProtocol) -> ManifestRecord? {
+        try? decoder.decode(ManifestRecord.self, from: Data(line))
     }
 
     private static let encoder: JSONEncoder = {

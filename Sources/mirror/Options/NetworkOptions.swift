@@ -63,4 +63,18 @@ struct OutputOptions: ParsableArguments {
 
     @Flag(name: .customLong("no-fsync"), help: "Do not fsync saved files: faster; a killed run still leaves no partial file, but a power loss may lose the last images.")
     var noFsync = false
+
+    @Flag(help: "At the end, write DIR/gallery/index.html (a contact sheet) and DIR/ATTRIBUTION.md, as mirror gallery does.")
+    var gallery = false
+
+    /// Writes the gallery when asked; a failure is one line and does not change the run's exit status.
+    func writeGallery(_ directory: URL) {
+        guard gallery else { return }
+        do {
+            let line = try Gallery.write(directory)
+            if !quiet { FileHandle.standardError.write(Data((line + "\n").utf8)) }
+        } catch {
+            printError("could not write the gallery: \(describe(error).message)")
+        }
+    }
 }

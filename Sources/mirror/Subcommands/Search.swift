@@ -164,6 +164,7 @@ struct Search: AsyncParsableCommand {
         var result = summary
         result.interrupted = result.interrupted || interrupted
         report(result)
+        outputOptions.writeGallery(URL(fileURLWithPath: output))
         throw status(of: result).exitCode
     }
 
@@ -245,6 +246,7 @@ struct Search: AsyncParsableCommand {
             )
             if let data = try? encoder.encode(total) { FileHandle.standardOutput.write(data + Data("\n".utf8)) }
         }
+        outputOptions.writeGallery(URL(fileURLWithPath: output))
         throw worst.exitCode
     }
 

@@ -51,6 +51,7 @@ struct Urls: AsyncParsableCommand {
             guard dataset.format == "webdataset" else {
                 throw ValidationError("--out s3://… takes --format webdataset: a folder is files and an appended manifest, which object storage cannot hold")
             }
+            guard !outputOptions.gallery else { throw ValidationError("--gallery reads a local folder: run mirror gallery on a copy of the shards") }
         } else if stateDir != nil {
             throw ValidationError("--state-dir is for --out s3://…; a folder keeps its state in DIR/.mirror")
         }
@@ -119,6 +120,7 @@ struct Urls: AsyncParsableCommand {
             }
         }
         report(summary, interrupted: interrupted)
+        if objectStore == nil { outputOptions.writeGallery(directory) }
         throw exitStatus(for: summary, interrupted: interrupted).exitCode
     }
 

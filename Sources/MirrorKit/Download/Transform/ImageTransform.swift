@@ -59,30 +59,13 @@ public struct ImageTransform: Sendable, Hashable {
     /// - Throws: ``Failure`` when libvips cannot read or write the image (the original is removed too).
     func apply(to image: VerifiedImage, validator: ImageValidator) throws(Failure) -> VerifiedImage {
         defer { AtomicFile.remove(image.temporaryFile) }
-        guard Self.started else { throw Failure(message: "libvips did not start") }
         let input: Data
         do {
             input = try Data(contentsOf: image.temporaryFile, options: .alwaysMapped)
         } catch {
             throw Failure(message: "cannot read the download (\(error.localizedDescription))")
         }
-        var output: UnsafeMutableRawPointer?
-        var length = 0
-        var final = (width: Int32(0), height: Int32(0))
-        var error = [CChar](repeating: 0, count: 512)
-        let status = input.withUnsafeBytes { bytes in
-            mirror_vips_transform(
-                bytes.baseAddress, bytes.count, fitCode, Int32(size), onlyIfBigger ? 1 : 0, saver(for: image.info.format),
-                &output, &length, &final.width, &final.height, &error, error.count
-            )
-        }
-        guard status == 0, let output else {
-            let message = String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            throw Failure(message: message.split(separator: "\n").first.map(String.init) ?? "libvips failed")
-        }
-        defer { mirror_vips_free(output) }
-        let bytes = UnsafeRawBufferPointer(start: output, count: length)
-        let data = Data(bytes)
+        let data = try transform(input, format: image.info.format)
         let info: ImageInfo
         do {
             info = try validator.validate(data)
@@ -93,19 +76,41 @@ public struct ImageTransform: Sendable, Hashable {
         do throws(FileError) {
             destination = try AtomicFile.makeTemporary(in: image.temporaryFile.deletingLastPathComponent())
             defer { close(destination.descriptor) }
-            try AtomicFile.writeAll(bytes, to: destination.descriptor, path: destination.url.path)
+            try AtomicFile.writeAll(data, to: destination.descriptor, path: destination.url.path)
         } catch {
             throw Failure(message: error.description)
         }
         var result = image
         result.temporaryFile = destination.url
         result.info = info
-        result.bytes = Int64(length)
+        result.bytes = Int64(data.count)
         result.originalSHA256 = image.downloadDigest
         result.sha256 = sha256Hex(data)
         result.originalWidth = image.originalWidth ?? image.info.width
         result.originalHeight = image.originalHeight ?? image.info.height
         return result
+    }
+
+    /// Transforms an image's bytes (downloaded as `format`) and returns the new file's bytes.
+    /// - Throws: ``Failure`` when libvips cannot read or write the image.
+    public func transform(_ input: Data, format: ImageFormat) throws(Failure) -> Data {
+        guard Self.started else { throw Failure(message: "libvips did not start") }
+        var output: UnsafeMutableRawPointer?
+        var length = 0
+        var final = (width: Int32(0), height: Int32(0))
+        var error = [CChar](repeating: 0, count: 512)
+        let status = input.withUnsafeBytes { bytes in
+            mirror_vips_transform(
+                bytes.baseAddress, bytes.count, fitCode, Int32(size), onlyIfBigger ? 1 : 0, saver(for: format),
+                &output, &length, &final.width, &final.height, &error, error.count
+            )
+        }
+        guard status == 0, let output else {
+            let message = String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            throw Failure(message: message.split(separator: "\n").first.map(String.init) ?? "libvips failed")
+        }
+        defer { mirror_vips_free(output) }
+        return Data(UnsafeRawBufferPointer(start: output, count: length))
     }
 
     private var fitCode: Int32 {
