@@ -15,6 +15,7 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
         .package(url: "https://github.com/yaslab/CSV.swift", from: "2.5.0"),
         .package(url: "https://github.com/adam-fowler/compress-nio", from: "1.5.0"),
+        .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
     ],
     targets: [
         // libcurl, found through pkg-config; typed shims for its variadic calls live in shim.h.
@@ -55,6 +56,7 @@ let package = Package(
                 "MirrorKit",
                 "MirrorTransport",  // its Locked
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "TOMLKit", package: "TOMLKit"),  // the configuration file
             ]
         ),
         // An in-process HTTP/1.1 server on loopback for every test that needs HTTP.

@@ -17,7 +17,7 @@ struct Mirror: AsyncParsableCommand {
         5 provider or network failure · 64 usage error · 75 folder locked by another run · 130 interrupted.
         """,
         version: MirrorKit.version,
-        subcommands: [Search.self, Urls.self, Status.self, Gallery.self, History.self, Cache.self, Providers.self],
+        subcommands: [Search.self, Urls.self, Status.self, Gallery.self, History.self, Cache.self, Providers.self, Config.self],
         defaultSubcommand: Search.self
     )
 
@@ -25,6 +25,17 @@ struct Mirror: AsyncParsableCommand {
         // A write beyond RLIMIT_FSIZE must fail with EFBIG (reported as a full disk, exit 1) rather than
         // kill the process with SIGXFSZ (whose default action is to terminate it, leaving no message).
         signal(SIGXFSZ, SIG_IGN)
-        await main(nil)
+        // Defaults from the configuration file and MIRROR_* variables go in before the command line's own.
+        let arguments: [String]
+        do {
+            arguments = try Settings.apply(to: Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment)
+        } catch let problem as Settings.Problem {
+            printError(problem.description)
+            Glibc.exit((problem.isUsage ? ExitStatus.usage : ExitStatus.configuration).rawValue)
+        } catch {
+            printError("\(error)")
+            Glibc.exit(ExitStatus.configuration.rawValue)
+        }
+        await main(arguments)
     }
 }

@@ -83,6 +83,10 @@ struct MirrorBinary {
         // Keep tests away from the user's cache unless a test asks for one.
         let cacheFolder = FileManager.default.temporaryDirectory.appendingPathComponent("mirror-e2e-cache-\(UUID().uuidString)")
         env["XDG_CACHE_HOME"] = cacheFolder.path
+        // …and from the user's configuration: no config file, no MIRROR_<OPTION> defaults, no cluster shard.
+        env["MIRROR_CONFIG"] = cacheFolder.appendingPathComponent("no-config.toml").path
+        for key in env.keys where key.hasPrefix("MIRROR_") && key != "MIRROR_CONFIG" && !key.hasSuffix("_ENDPOINT") { env[key] = nil }
+        for key in ["SLURM_ARRAY_TASK_ID", "JOB_COMPLETION_INDEX"] { env[key] = nil }
         for (key, value) in environment { env[key] = value }
         process.environment = env
         let running = Running(process: process)
