@@ -1,0 +1,51 @@
+import Foundation
+
+extension URLListJob {
+    /// Settings of a run.
+    public struct Configuration: Sendable {
+        /// The output folder.
+        public var directory: URL
+        /// Download settings (concurrency, per-host cap, retries, limits, cache).
+        public var downloads = DownloadManager.Configuration()
+        /// Whether saved files are fsynced before they are published. Default true.
+        public var isSyncEnabled = true
+        /// What the images are written as. Default a folder.
+        public var format: OutputFormat = .folder
+        /// Which `X-Robots-Tag` directives keep an image out; `nil` reads none. Default ``OptOutPolicy/init(tokens:agent:)``.
+        public var optOut: OptOutPolicy? = OptOutPolicy()
+        /// Whether each host's robots.txt is honoured. Default true.
+        public var honoursRobots = true
+        /// How saved images are resized and re-encoded; `nil` keeps the bytes as served.
+        public var transform: ImageTransform?
+        /// Which valid images are wanted (`--min-image-size`, `--max-aspect-ratio`); `nil` for all.
+        public var filter: ImageFilter?
+        /// This copy's share of a job run as N copies (the table source takes only its rows), or `nil`.
+        public var shard: WorkShard?
+        /// Object storage the WebDataset shards go to, or `nil` for ``directory``; ``directory`` is then the local
+        /// state folder.
+        public var objectStore: ObjectStoreDestination?
+
+        public init(directory: URL) {
+            self.directory = directory
+        }
+    }
+
+    /// A bucket and prefix, and how to reach it.
+    public struct ObjectStoreDestination: Sendable {
+        public var location: S3Location
+        public var settings: S3Configuration
+
+        public init(location: S3Location, settings: S3Configuration) {
+            self.location = location
+            self.settings = settings
+        }
+    }
+
+    /// What the images are written as.
+    public enum OutputFormat: Sendable, Hashable {
+        /// Files in the folder, with `manifest.jsonl`.
+        case folder
+        /// WebDataset tar shards of `shardSize` rows, with their records and stats (``ShardSink``).
+        case webDataset(shardSize: Int)
+    }
+}
