@@ -45,11 +45,8 @@ public struct URLListJob: Sendable {
         pipeline.optOut = configuration.optOut
         pipeline.honoursRobots = configuration.honoursRobots
         pipeline.transform = configuration.transform
-        if case .webDataset = configuration.format {
-            // Shards hold nothing per row in memory once written, so the run's URL set is what would grow: on disk.
-            // (A folder keeps its own lookups in memory anyway; there the set costs less than the file would.)
-            pipeline.spillDirectory = configuration.directory.appendingPathComponent(".mirror", isDirectory: true)
-        }
+        // The run's URL set moves to a scratch file once it is large, so memory does not grow with the table.
+        pipeline.spillDirectory = configuration.directory.appendingPathComponent(".mirror", isDirectory: true)
         pipeline.filter = configuration.filter
         let report = await Pipeline(configuration: pipeline).run(from: table, into: sink) { event in
             switch event {

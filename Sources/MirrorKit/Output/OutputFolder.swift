@@ -19,9 +19,10 @@ public final class OutputFolder: Sendable {
         public var droppedRecords = 0
     }
 
-    /// What is saved, as lookups. Keys are 128-bit fingerprints, not the strings themselves: a run of 100,000 URLs
-    /// keeps three of these per image, and 16 bytes a key instead of 60 to 100 is most of that memory. A collision
-    /// (2^-128 for a pair) could only make a URL or a digest look saved, or a free name look taken.
+    /// What is saved, as lookups. Keys are 128-bit fingerprints, not the strings themselves (16 bytes a key instead of
+    /// 60 to 100), all four kinds in one ``SpillingKeys`` under their own namespace: in memory for a folder of up to
+    /// about 10,000 images, in a scratch SQLite file in `.mirror/` beyond, so that memory does not grow with the folder.
+    /// A collision (2^-128 for a pair) could only make a URL or a digest look saved, or a free name look taken.
     ///
     /// URLs and digests are kept per label (the query of a `--queries` run; none otherwise): one image may be saved
     /// once in each labelled subfolder.
@@ -29,15 +30,14 @@ public final class OutputFolder: Sendable {
         var count = 0
         /// Images saved under each label (`""` for none).
         var counts: [String: Int] = [:]
-        /// Normalised URLs saved, with their label.
-        var urls: Set<Fingerprint> = []
-        /// The first file saved with each SHA-256 under each label.
-        var filesBySHA: [Fingerprint: String] = [:]
-        /// The first file saved with each SHA-256 under a label other than none (those without one are in
-        /// `filesBySHA` already, under the same key).
-        var labelledFilesBySHA: [Fingerprint: String] = [:]
-        /// Saved file names, lowercased.
-        var names: Set<Fingerprint> = []
+        /// Normalised URLs saved, with their label (``Kind/url``); the first file saved with each SHA-256 under each
+        /// label (``Kind/digest``), and under any label (``Kind/labelledDigest``: those without one are under
+        /// ``Kind/digest`` already); saved file names, lowercased (``Kind/name``).
+        var keys: SpillingKeys
+
+        enum Kind: UInt8 {
+            case url = 1, digest, labelledDigest, name
+        }
     }
 
     public let directory: URL
@@ -46,7 +46,7 @@ public final class OutputFolder: Sendable {
     let journalURL: URL
     public let reconciliation: Reconciliation
     private let lock: FolderLock
-    private let state = Locked(State())
+    private let state: Locked<State>
 
     /// Makes `metadata.jsonl` a link to `manifest.jsonl` (unless something of that name is there already): the name
     /// Hugging Face `imagefolder` reads a folder's metadata from, with each record's `file_name`.
@@ -72,6 +72,7 @@ public final class OutputFolder: Sendable {
             throw FileError(operation: "write to", path: directory.path, code: errno)
         }
         lock = try FolderLock(at: stateDirectory.appendingPathComponent("lock"))
+        state = Locked(State(keys: SpillingKeys(spillingInto: stateDirectory, name: "saved", after: 32_768)))
         Self.linkMetadata(in: directory)
 
         var repairs = Reconciliation()
@@ -124,17 +125,20 @@ public final class OutputFolder: Sendable {
     /// Whether an image from the URL whose `CacheKey(url:).normalizedURL` this is is already saved (under `label`).
     public func contains(normalizedURL key: String, label: String? = nil) -> Bool {
         let fingerprint = Self.scoped(key, label: label)
-        return state.withLock { $0.urls.contains(fingerprint) }
+        return state.withLock { $0.keys.contains(fingerprint.namespaced(State.Kind.url.rawValue)) }
     }
 
     /// The file already holding these bytes (under `label`, or under any label when `anyLabel`), if any.
     public func file(withSHA256 digest: String, label: String? = nil, anyLabel: Bool = false) -> String? {
         if anyLabel {
             let fingerprint = Fingerprint(digest)
-            return state.withLock { $0.filesBySHA[fingerprint] ?? $0.labelledFilesBySHA[fingerprint] }
+            return state.withLock {
+                $0.keys.value(for: fingerprint.namespaced(State.Kind.digest.rawValue))
+                    ?? $0.keys.value(for: fingerprint.namespaced(State.Kind.labelledDigest.rawValue))
+            }
         }
         let fingerprint = Self.scoped(digest, label: label)
-        return state.withLock { $0.filesBySHA[fingerprint] }
+        return state.withLock { $0.keys.value(for: fingerprint.namespaced(State.Kind.digest.rawValue)) }
     }
 
     /// A lookup key of `text` under `label`: the text alone when there is none, so unlabelled folders read as before.
@@ -152,7 +156,7 @@ public final class OutputFolder: Sendable {
     /// compared case-insensitively, so that the folder still works copied to a case-insensitive disk.
     func isTaken(_ name: String) -> Bool {
         let fingerprint = Fingerprint(name.lowercased())
-        if state.withLock({ $0.names.contains(fingerprint) }) { return true }
+        if state.withLock({ $0.keys.contains(fingerprint.namespaced(State.Kind.name.rawValue)) }) { return true }
         var info = stat()
         return lstat(directory.appendingPathComponent(name).path, &info) == 0
     }
@@ -188,14 +192,15 @@ public final class OutputFolder: Sendable {
     private static func remember(_ record: ManifestRecord, in state: inout State) {
         state.count += 1
         state.counts[record.label ?? "", default: 0] += 1
-        if let url = URL(string: record.url) { state.urls.insert(scoped(CacheKey(url: url).normalizedURL, label: record.label)) }
-        let digest = scoped(record.sha256, label: record.label)
-        state.filesBySHA[digest] = state.filesBySHA[digest] ?? record.file
-        if let label = record.label, !label.isEmpty {
-            let anyLabel = Fingerprint(record.sha256)
-            state.labelledFilesBySHA[anyLabel] = state.labelledFilesBySHA[anyLabel] ?? record.file
+        if let url = URL(string: record.url) {
+            state.keys.insert(scoped(CacheKey(url: url).normalizedURL, label: record.label).namespaced(State.Kind.url.rawValue))
         }
-        state.names.insert(Fingerprint(record.file.lowercased()))
+        // The first file with these bytes is the one named: insert keeps an existing key's value.
+        state.keys.insert(scoped(record.sha256, label: record.label).namespaced(State.Kind.digest.rawValue), value: record.file)
+        if let label = record.label, !label.isEmpty {
+            state.keys.insert(Fingerprint(record.sha256).namespaced(State.Kind.labelledDigest.rawValue), value: record.file)
+        }
+        state.keys.insert(Fingerprint(record.file.lowercased()).namespaced(State.Kind.name.rawValue))
     }
 
     private static func makeDirectory(_ url: URL) throws(FileError) {

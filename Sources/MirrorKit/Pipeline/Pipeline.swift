@@ -42,8 +42,8 @@ public struct Pipeline: Sendable {
         public var honoursRobots = false
         /// How saved images are resized and re-encoded; `nil` (the default) keeps the bytes as served.
         public var transform: ImageTransform?
-        /// Where the run keeps the URLs it has seen, in a scratch SQLite file, so that memory stays flat over tables
-        /// of millions of rows; `nil` (the default) keeps them in memory (16 bytes a URL).
+        /// Where the run keeps the URLs it has seen once there are more than 32,768, in a scratch SQLite file, so that
+        /// memory stays flat over tables of millions of rows; `nil` (the default) keeps them all in memory.
         public var spillDirectory: URL?
 
         /// Candidates in flight at most without a target: wide enough that one busy host's per-host cap does not
@@ -416,18 +416,17 @@ extension Pipeline {
     }
 }
 
-/// The normalised URLs a run has admitted: in memory, or in a scratch file when the run may be millions of rows long.
+/// The normalised URLs a run has admitted: in memory, then (beyond 32,768) in a scratch file in the spill directory, so
+/// that a run of millions of rows does not grow with them.
 struct SeenURLs {
-    private var memory = Set<Fingerprint>()
-    private let disk: DiskKeySet?
+    private var keys: SpillingKeys
 
     init(spillDirectory: URL?) {
-        disk = spillDirectory.flatMap { try? DiskKeySet(directory: $0, name: "seen") }
+        keys = SpillingKeys(spillingInto: spillDirectory, name: "seen")
     }
 
     /// Adds `key`; returns whether it was new.
     mutating func insert(_ key: String) -> Bool {
-        if let disk { return disk.insert(key) }
-        return memory.insert(Fingerprint(key)).inserted
+        keys.insert(Fingerprint(key))
     }
 }

@@ -7,16 +7,26 @@ import MirrorTransport
 ///
 /// The file is scratch (journal off, no fsync; deleted when the set is dropped): a crash loses nothing but the set,
 /// which the next run starts afresh. New keys wait in memory and go to the file 10,000 at a time, in one transaction;
-/// SQLite's page cache is bounded (`cache_size`), so memory does not grow with the rows.
-final class DiskKeySet: @unchecked Sendable {  // `pending` is only touched inside `queue.inDatabase`, which GRDB serializes
+/// SQLite's page cache is bounded (`cache_size`). Most questions are about keys that are not there (a new URL, new
+/// bytes, a free name): a Bloom filter in front (about 2.5 bytes a key) answers those without SQLite, which costs
+/// tens of microseconds a query through GRDB; only a key the filter may hold is looked up in the file.
+final class DiskKeySet: Sendable {
     private let queue: DatabaseQueue
     private let url: URL
-    private var pending: [Fingerprint: String?] = [:]
+    private let memory = Locked(Memory())
     private static let batch = 10_000
+
+    /// What the set holds in memory: keys not yet in the file, and the filter of every key.
+    private struct Memory {
+        var pending: [Fingerprint: String?] = [:]
+        var filter = BloomFilter()
+        /// Whether a batch is being written (its keys stay in `pending` until it is committed).
+        var flushing = false
+    }
 
     /// Creates an empty set in a new file in `directory` (a locked folder's: files an earlier, killed run left there
     /// under the same name are removed).
-    init(directory: URL, name: String) throws {
+    init(directory: URL, name: String, cacheKiB: Int = 4096) throws {
         let prefix = ".mirror-\(name)-"
         for stale in (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [] where stale.hasPrefix(prefix) {
             try? FileManager.default.removeItem(at: directory.appendingPathComponent(stale))
@@ -27,7 +37,7 @@ final class DiskKeySet: @unchecked Sendable {  // `pending` is only touched insi
             try db.execute(sql: """
                 PRAGMA journal_mode = OFF;
                 PRAGMA synchronous = OFF;
-                PRAGMA cache_size = -4096;
+                PRAGMA cache_size = -\(cacheKiB);
                 CREATE TABLE keys (high INTEGER NOT NULL, low INTEGER NOT NULL, value TEXT, PRIMARY KEY (high, low)) WITHOUT ROWID;
                 """)
         }
@@ -41,40 +51,188 @@ final class DiskKeySet: @unchecked Sendable {  // `pending` is only touched insi
     /// Adds `text` with `value`; returns whether it was new (an existing entry keeps its value).
     @discardableResult
     func insert(_ text: String, value: String? = nil) -> Bool {
-        let fingerprint = Fingerprint(text)
-        return (try? queue.inDatabase { db -> Bool in
-            if pending[fingerprint] != nil { return false }
-            if try stored(fingerprint, in: db) != nil { return false }
-            pending[fingerprint] = .some(value)
-            if pending.count >= Self.batch { try flush(db) }
+        insert(Fingerprint(text), value: value)
+    }
+
+    /// Adds the key `fingerprint` with `value`; returns whether it was new (an existing entry keeps its value).
+    @discardableResult
+    func insert(_ fingerprint: Fingerprint, value: String?) -> Bool {
+        enum Step { case added(flush: Bool), present, unsure }
+        func add(_ memory: inout Memory) -> Bool {
+            memory.pending[fingerprint] = .some(value)
+            memory.filter.insert(fingerprint)
+            guard memory.pending.count >= Self.batch, !memory.flushing else { return false }
+            memory.flushing = true
             return true
-        }) ?? true
+        }
+        let step = memory.withLock { memory -> Step in
+            if memory.pending[fingerprint] != nil { return .present }
+            guard memory.filter.mayContain(fingerprint) else { return .added(flush: add(&memory)) }
+            return .unsure
+        }
+        switch step {
+        case .present:
+            return false
+        case let .added(flush):
+            if flush { self.flush() }
+            return true
+        case .unsure:
+            if stored(fingerprint) != nil { return false }
+            let added = memory.withLock { memory -> (new: Bool, flush: Bool) in
+                if memory.pending[fingerprint] != nil { return (false, false) }
+                return (true, add(&memory))
+            }
+            if added.flush { flush() }
+            return added.new
+        }
     }
 
     /// The value stored with `text`, or `nil` when `text` is not in the set or has no value.
     func value(for text: String) -> String? {
-        let fingerprint = Fingerprint(text)
-        return (try? queue.inDatabase { db -> String? in
-            if let value = pending[fingerprint] { return value }
-            return try stored(fingerprint, in: db) ?? nil
-        }) ?? nil
+        entry(Fingerprint(text)) ?? nil
+    }
+
+    /// The entry for `fingerprint`: `nil` when absent, `.some(value)` when present.
+    func entry(_ fingerprint: Fingerprint) -> String?? {
+        let known = memory.withLock { memory -> String??? in
+            if let value = memory.pending[fingerprint] { return .some(.some(value)) }
+            return memory.filter.mayContain(fingerprint) ? nil : .some(nil)
+        }
+        if let known { return known }
+        return stored(fingerprint)
     }
 
     /// The row for `fingerprint` in the file: `nil` when absent, `.some(value)` when present.
-    private func stored(_ fingerprint: Fingerprint, in db: Database) throws -> String?? {
-        let statement = try db.cachedStatement(sql: "SELECT value FROM keys WHERE high = ? AND low = ?")
-        guard let row = try Row.fetchOne(statement, arguments: [fingerprint.high, fingerprint.low]) else { return nil }
-        return .some(row["value"])
+    private func stored(_ fingerprint: Fingerprint) -> String?? {
+        (try? queue.inDatabase { db -> String?? in
+            let statement = try db.cachedStatement(sql: "SELECT value FROM keys WHERE high = ? AND low = ?")
+            guard let row = try Row.fetchOne(statement, arguments: [fingerprint.high, fingerprint.low]) else { return nil }
+            return .some(row["value"])
+        }) ?? nil
     }
 
-    private func flush(_ db: Database) throws {
-        try db.inTransaction {
-            let statement = try db.cachedStatement(sql: "INSERT OR IGNORE INTO keys (high, low, value) VALUES (?, ?, ?)")
-            for (fingerprint, value) in pending {
-                try statement.execute(arguments: [fingerprint.high, fingerprint.low, value])
+    /// Writes the pending keys to the file; they stay visible in `pending` until the transaction is committed.
+    private func flush() {
+        let batch = memory.withLock { $0.pending }
+        try? queue.inDatabase { db in
+            try db.inTransaction {
+                let statement = try db.cachedStatement(sql: "INSERT OR IGNORE INTO keys (high, low, value) VALUES (?, ?, ?)")
+                for (fingerprint, value) in batch {
+                    try statement.execute(arguments: [fingerprint.high, fingerprint.low, value])
+                }
+                return .commit
             }
-            return .commit
         }
-        pending.removeAll(keepingCapacity: true)
+        memory.withLock { memory in
+            for fingerprint in batch.keys { memory.pending[fingerprint] = nil }
+            memory.flushing = false
+        }
+    }
+}
+
+/// A Bloom filter of fingerprints that grows: layers of doubling capacity, each sized for about 1 % false positives
+/// (10 bits and 7 probes a key), so that it needs no bound in advance and never answers "absent" for a key it holds.
+struct BloomFilter: Sendable {
+    private struct Layer {
+        var words: [UInt64]
+        let mask: UInt64
+        let capacity: Int
+        var count = 0
+
+        init(capacity: Int) {
+            self.capacity = capacity
+            var bits = 64
+            while bits < capacity * 10 { bits <<= 1 }
+            words = Array(repeating: 0, count: bits / 64)
+            mask = UInt64(bits - 1)
+        }
+
+        func bit(_ fingerprint: Fingerprint, probe: Int) -> (word: Int, bit: UInt64) {
+            let index = (UInt64(bitPattern: Int64(fingerprint.high)) &+ UInt64(probe) &* (UInt64(bitPattern: Int64(fingerprint.low)) | 1)) & mask
+            return (Int(index >> 6), 1 << (index & 63))
+        }
+    }
+
+    private static let probes = 7
+    private var layers: [Layer] = []
+
+    mutating func insert(_ fingerprint: Fingerprint) {
+        if layers.last.map({ $0.count >= $0.capacity }) ?? true {
+            layers.append(Layer(capacity: max(1 << 16, (layers.last?.capacity ?? 0) * 2)))
+        }
+        let last = layers.count - 1
+        for probe in 0..<Self.probes {
+            let (word, bit) = layers[last].bit(fingerprint, probe: probe)
+            layers[last].words[word] |= bit
+        }
+        layers[last].count += 1
+    }
+
+    func mayContain(_ fingerprint: Fingerprint) -> Bool {
+        layers.contains { layer in
+            (0..<Self.probes).allSatisfy { probe in
+                let (word, bit) = layer.bit(fingerprint, probe: probe)
+                return layer.words[word] & bit != 0
+            }
+        }
+    }
+}
+
+/// Keys (128-bit ``Fingerprint``s) with a value each, in a dictionary while there are few and in a ``DiskKeySet`` once
+/// there are more than `limit`: small runs pay nothing for the file, and a run of millions of images stops growing.
+///
+/// Not synchronized: its owner serializes access (a lock, or a single task).
+struct SpillingKeys: Sendable {
+    private var memory: [Fingerprint: String] = [:]
+    private var disk: DiskKeySet?
+    private let spillDirectory: URL?
+    private let name: String
+    private let limit: Int
+    private var spillFailed = false
+
+    /// - Parameters:
+    ///   - directory: Where the file goes (a locked folder's); `nil` keeps every key in memory.
+    ///   - name: The file's name part (``DiskKeySet/init(directory:name:cacheKiB:)``).
+    ///   - limit: Keys kept in memory before they move to the file.
+    init(spillingInto directory: URL?, name: String, after limit: Int = 32_768) {
+        spillDirectory = directory
+        self.name = name
+        self.limit = limit
+    }
+
+    /// Whether the keys are in the file now.
+    var isSpilled: Bool { disk != nil }
+
+    /// Adds `key` with `value`; returns whether it was new (an existing key keeps its value).
+    @discardableResult
+    mutating func insert(_ key: Fingerprint, value: String = "") -> Bool {
+        if let disk { return disk.insert(key, value: value) }
+        guard memory[key] == nil else { return false }
+        memory[key] = value
+        if memory.count > limit, !spillFailed { spill() }
+        return true
+    }
+
+    /// Whether `key` is present.
+    func contains(_ key: Fingerprint) -> Bool {
+        if let disk { return disk.entry(key) != nil }
+        return memory[key] != nil
+    }
+
+    /// The value stored with `key`, or `nil` when it is absent.
+    func value(for key: Fingerprint) -> String? {
+        if let disk { return disk.entry(key).map { $0 ?? "" } }
+        return memory[key]
+    }
+
+    /// Moves every key to a new file; stays in memory if the file cannot be made (the run goes on, only larger).
+    private mutating func spill() {
+        guard let spillDirectory, let file = try? DiskKeySet(directory: spillDirectory, name: name, cacheKiB: 2048) else {
+            spillFailed = true
+            return
+        }
+        for (key, value) in memory { file.insert(key, value: value) }
+        memory = [:]
+        disk = file
     }
 }

@@ -61,4 +61,15 @@ struct Fingerprint: Hashable {
         high = first.finalize()
         low = second.finalize()
     }
+
+    private init(high: Int, low: Int) {
+        self.high = high
+        self.low = low
+    }
+
+    /// This fingerprint moved into a namespace: distinct namespaces map one text to unrelated keys, so several kinds
+    /// of key can share one table.
+    func namespaced(_ namespace: UInt8) -> Fingerprint {
+        Fingerprint(high: high ^ Int(bitPattern: UInt(namespace) &* 0x9E37_79B9_7F4A_7C15), low: low)
+    }
 }
