@@ -30,7 +30,8 @@ let package = Package(
             pkgConfig: "libarchive",
             providers: [.apt(["libarchive-dev"]), .brew(["libarchive"])]
         ),
-        // libvips, for --resize and --encode; variadic calls wrapped in shim.h (which says why it has no pkgConfig).
+        // libvips, for --resize, --encode and thumbnails: loaded with dlopen on first use, variadic calls wrapped in
+        // shim.h (which says why it is not linked and has no pkgConfig). libvips-dev brings the libvips42 it loads.
         .systemLibrary(name: "CVips", providers: [.apt(["libvips-dev"]), .brew(["vips"])]),
         // HTTP over libcurl: one multi-driver thread, transfers, responses, typed errors.
         .target(name: "MirrorTransport", dependencies: ["CCurl"]),

@@ -53,7 +53,12 @@ public struct ImageTransform: Sendable, Hashable {
     /// Whether the transform leaves every image as it is.
     public var isIdentity: Bool { fit == .no && encoding == .keep }
 
-    private static let started: Bool = mirror_vips_start() == 0
+    /// `nil` once libvips is loaded and started (the first time an image is transformed); otherwise why it is not.
+    private static let startFailure: String? = {
+        var error = [CChar](repeating: 0, count: 512)
+        guard mirror_vips_start(&error, error.count) != 0 else { return nil }
+        return String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }()
 
     /// Applies the transform: the result is a new temporary file beside the original, which is removed.
     /// - Throws: ``Failure`` when libvips cannot read or write the image (the original is removed too).
@@ -94,7 +99,7 @@ public struct ImageTransform: Sendable, Hashable {
     /// Transforms an image's bytes (downloaded as `format`) and returns the new file's bytes.
     /// - Throws: ``Failure`` when libvips cannot read or write the image.
     public func transform(_ input: Data, format: ImageFormat) throws(Failure) -> Data {
-        guard Self.started else { throw Failure(message: "libvips did not start") }
+        if let failure = Self.startFailure { throw Failure(message: failure) }
         var output: UnsafeMutableRawPointer?
         var length = 0
         var final = (width: Int32(0), height: Int32(0))
