@@ -45,8 +45,10 @@ public struct URLListJob: Sendable {
         pipeline.optOut = configuration.optOut
         pipeline.honoursRobots = configuration.honoursRobots
         pipeline.transform = configuration.transform
-        // The run's URL set moves to a scratch file once it is large, so memory does not grow with the table.
-        pipeline.spillDirectory = configuration.directory.appendingPathComponent(".mirror", isDirectory: true)
+        // The run's URL set moves to a scratch file once it is large, so memory does not grow with the table: in the
+        // copy's own state folder when the job runs as N copies (copies on one machine never touch each other's).
+        pipeline.spillDirectory = (sink as? ShardSink)?.stagingDirectory
+            ?? configuration.directory.appendingPathComponent(".mirror", isDirectory: true)
         pipeline.filter = configuration.filter
         let report = await Pipeline(configuration: pipeline).run(from: table, into: sink) { event in
             switch event {
