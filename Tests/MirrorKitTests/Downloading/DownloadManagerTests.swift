@@ -194,12 +194,13 @@ struct DownloadManagerTests {
     }
 
     @Test func cancellingOneLeavesTheOthersRunning() async throws {
-        // Given three slow downloads (about 4 s each, so that the cancel surely lands mid-transfer)
+        // Given three slow downloads (about 11 s each, so that the cancel surely lands mid-transfer, even under
+        // ThreadSanitizer on a loaded machine, where 4 s was once not enough)
         let server = try TestServer.start()
         defer { server.stop() }
         let png = TestImages.png(width: 50, height: 50, seed: 7)
         for name in ["a", "b", "c"] {
-            server.route("/\(name).png", Response(status: 200, headers: [("Content-Type", "image/png")], body: .drip(png, chunkSize: 100, interval: .milliseconds(50))))
+            server.route("/\(name).png", Response(status: 200, headers: [("Content-Type", "image/png")], body: .drip(png, chunkSize: 100, interval: .milliseconds(150))))
         }
         let folder = TemporaryDirectory()
         let manager = makeManager()
