@@ -107,7 +107,11 @@ struct ConcurrencyTests {
             var tasks: [TransferTask] = []
             for index in 0..<1000 {
                 let path = index % 10 == 0 ? "/stall?prefix=10&length=100" : "/bytes/\(500 + index % 13)"
-                let task = driver.start(TransferRequest(url: server.url(path))) { result in
+                // A generous connect limit: 1,000 connections at once to an instrumented server (ThreadSanitizer) can
+                // take longer than the default 10 s to be accepted, and a connect timeout is not what this test is about.
+                var request = TransferRequest(url: server.url(path))
+                request.connectTimeout = .seconds(120)
+                let task = driver.start(request) { result in
                     completions.withLock { $0[index, default: 0] += 1 }
                     outcomes.withLock { counts in
                         switch result {

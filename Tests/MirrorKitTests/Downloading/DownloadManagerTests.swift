@@ -255,9 +255,11 @@ struct DownloadManagerTests {
         // other tests hold the cooperative threads, as the end-to-end tests do under ThreadSanitizer)
         let elapsed = try #require(outcomes.lastRecorded) - started
 
-        // Then every download ends cancelled within a second, and no temporary file is left
+        // Then every download ends cancelled well before the stalled transfers' own 20-s stall limit (a few tens of
+        // milliseconds in a plain build; up to ~2 s seen under ThreadSanitizer beside the other tests), and no
+        // temporary file is left
         print("cancelAll of 500 (64 in flight): \(elapsed)")
-        #expect(elapsed < .seconds(1))
+        #expect(elapsed < .seconds(10))
         #expect(outcomes.all.count == 500)
         #expect(outcomes.all.values.allSatisfy { $0.failure == .cancelled })
         #expect(folder.temporaryFiles.isEmpty)
