@@ -30,14 +30,15 @@ public final class OutputFolder: Sendable {
         var count = 0
         /// Images saved under each label (`""` for none).
         var counts: [String: Int] = [:]
-        /// Normalised URLs saved, with their label (``Kind/url``); the first file saved with each SHA-256 under each
-        /// label (``Kind/digest``), and under any label (``Kind/labelledDigest``: those without one are under
-        /// ``Kind/digest`` already); saved file names, lowercased (``Kind/name``).
+        /// Normalised URLs saved, with their label (``LookupKind/url``); the first file saved with each SHA-256 under each
+        /// label (``LookupKind/digest``), and under any label (``LookupKind/labelledDigest``: those without one are under
+        /// ``LookupKind/digest`` already); saved file names, lowercased (``LookupKind/name``).
         var keys: SpillingKeys
+    }
 
-        enum Kind: UInt8 {
-            case url = 1, digest, labelledDigest, name
-        }
+    /// The kinds of key in ``State/keys``, each in its own namespace.
+    fileprivate enum LookupKind: UInt8 {
+        case url = 1, digest, labelledDigest, name
     }
 
     public let directory: URL
@@ -125,7 +126,7 @@ public final class OutputFolder: Sendable {
     /// Whether an image from the URL whose `CacheKey(url:).normalizedURL` this is is already saved (under `label`).
     public func contains(normalizedURL key: String, label: String? = nil) -> Bool {
         let fingerprint = Self.scoped(key, label: label)
-        return state.withLock { $0.keys.contains(fingerprint.namespaced(State.Kind.url.rawValue)) }
+        return state.withLock { $0.keys.contains(fingerprint.key(for: .url)) }
     }
 
     /// The file already holding these bytes (under `label`, or under any label when `anyLabel`), if any.
@@ -133,12 +134,12 @@ public final class OutputFolder: Sendable {
         if anyLabel {
             let fingerprint = Fingerprint(digest)
             return state.withLock {
-                $0.keys.value(for: fingerprint.namespaced(State.Kind.digest.rawValue))
-                    ?? $0.keys.value(for: fingerprint.namespaced(State.Kind.labelledDigest.rawValue))
+                $0.keys.value(for: fingerprint.key(for: .digest))
+                    ?? $0.keys.value(for: fingerprint.key(for: .labelledDigest))
             }
         }
         let fingerprint = Self.scoped(digest, label: label)
-        return state.withLock { $0.keys.value(for: fingerprint.namespaced(State.Kind.digest.rawValue)) }
+        return state.withLock { $0.keys.value(for: fingerprint.key(for: .digest)) }
     }
 
     /// A lookup key of `text` under `label`: the text alone when there is none, so unlabelled folders read as before.
@@ -156,7 +157,7 @@ public final class OutputFolder: Sendable {
     /// compared case-insensitively, so that the folder still works copied to a case-insensitive disk.
     func isTaken(_ name: String) -> Bool {
         let fingerprint = Fingerprint(name.lowercased())
-        if state.withLock({ $0.keys.contains(fingerprint.namespaced(State.Kind.name.rawValue)) }) { return true }
+        if state.withLock({ $0.keys.contains(fingerprint.key(for: .name)) }) { return true }
         var info = stat()
         return lstat(directory.appendingPathComponent(name).path, &info) == 0
     }
@@ -193,14 +194,14 @@ public final class OutputFolder: Sendable {
         state.count += 1
         state.counts[record.label ?? "", default: 0] += 1
         if let url = URL(string: record.url) {
-            state.keys.insert(scoped(CacheKey(url: url).normalizedURL, label: record.label).namespaced(State.Kind.url.rawValue))
+            state.keys.insert(scoped(CacheKey(url: url).normalizedURL, label: record.label).key(for: .url))
         }
         // The first file with these bytes is the one named: insert keeps an existing key's value.
-        state.keys.insert(scoped(record.sha256, label: record.label).namespaced(State.Kind.digest.rawValue), value: record.file)
+        state.keys.insert(scoped(record.sha256, label: record.label).key(for: .digest), value: record.file)
         if let label = record.label, !label.isEmpty {
-            state.keys.insert(Fingerprint(record.sha256).namespaced(State.Kind.labelledDigest.rawValue), value: record.file)
+            state.keys.insert(Fingerprint(record.sha256).key(for: .labelledDigest), value: record.file)
         }
-        state.keys.insert(Fingerprint(record.file.lowercased()).namespaced(State.Kind.name.rawValue))
+        state.keys.insert(Fingerprint(record.file.lowercased()).key(for: .name))
     }
 
     private static func makeDirectory(_ url: URL) throws(FileError) {
@@ -265,4 +266,9 @@ extension ManifestRecord {
         guard let data = try? Data(contentsOf: url), let last = data.last else { return false }
         return last != 0x0A
     }
+}
+
+extension Fingerprint {
+    /// This fingerprint as a key of one kind of the folder's lookups (they share one ``SpillingKeys``).
+    fileprivate func key(for kind: OutputFolder.LookupKind) -> Fingerprint { namespaced(kind.rawValue) }
 }
