@@ -73,7 +73,7 @@ public final class OutputFolder: Sendable {
             throw FileError(operation: "write to", path: directory.path, code: errno)
         }
         lock = try FolderLock(at: stateDirectory.appendingPathComponent("lock"))
-        state = Locked(State(keys: SpillingKeys(spillingInto: stateDirectory, name: "saved", after: 32_768)))
+        state = Locked(State(keys: SpillingKeys(spillingInto: stateDirectory, name: "saved")))
         Self.linkMetadata(in: directory)
 
         var repairs = Reconciliation()

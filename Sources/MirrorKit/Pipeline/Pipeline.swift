@@ -42,7 +42,7 @@ public struct Pipeline: Sendable {
         public var honoursRobots = false
         /// How saved images are resized and re-encoded; `nil` (the default) keeps the bytes as served.
         public var transform: ImageTransform?
-        /// Where the run keeps the URLs it has seen once there are more than 32,768, in a scratch SQLite file, so that
+        /// Where the run keeps the URLs it has seen once there are more than 16,384, in a scratch SQLite file, so that
         /// memory stays flat over tables of millions of rows; `nil` (the default) keeps them all in memory.
         public var spillDirectory: URL?
 
@@ -416,7 +416,7 @@ extension Pipeline {
     }
 }
 
-/// The normalised URLs a run has admitted: in memory, then (beyond 32,768) in a scratch file in the spill directory, so
+/// The normalised URLs a run has admitted: in memory, then (beyond 16,384) in a scratch file in the spill directory, so
 /// that a run of millions of rows does not grow with them.
 struct SeenURLs {
     private var keys: SpillingKeys

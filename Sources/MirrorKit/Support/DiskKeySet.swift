@@ -6,7 +6,7 @@ import MirrorTransport
 /// one run: what a run remembers when a table of millions of rows would not fit a `Set` in flat memory.
 ///
 /// The file is scratch (journal off, no fsync; deleted when the set is dropped): a crash loses nothing but the set,
-/// which the next run starts afresh. New keys wait in memory and go to the file 10,000 at a time, in one transaction;
+/// which the next run starts afresh. New keys wait in memory and go to the file 4,096 at a time, in one transaction;
 /// SQLite's page cache is bounded (`cache_size`). Most questions are about keys that are not there (a new URL, new
 /// bytes, a free name): a Bloom filter in front (about 2.5 bytes a key) answers those without SQLite, which costs
 /// tens of microseconds a query through GRDB; only a key the filter may hold is looked up in the file.
@@ -14,19 +14,25 @@ final class DiskKeySet: Sendable {
     private let queue: DatabaseQueue
     private let url: URL
     private let memory = Locked(Memory())
-    private static let batch = 10_000
+    private static let batch = 4_096
 
     /// What the set holds in memory: keys not yet in the file, and the filter of every key.
     private struct Memory {
         var pending: [Fingerprint: String?] = [:]
+        /// The batch being written: its keys stay visible here until its transaction is committed.
+        var writing: [Fingerprint: String?] = [:]
         var filter = BloomFilter()
-        /// Whether a batch is being written (its keys stay in `pending` until it is committed).
+        /// Whether a batch is being written.
         var flushing = false
+
+        func unwritten(_ fingerprint: Fingerprint) -> String?? {
+            pending[fingerprint] ?? writing[fingerprint]
+        }
     }
 
     /// Creates an empty set in a new file in `directory` (a locked folder's: files an earlier, killed run left there
     /// under the same name are removed).
-    init(directory: URL, name: String, cacheKiB: Int = 4096) throws {
+    init(directory: URL, name: String, cacheKiB: Int = 512) throws {
         let prefix = ".mirror-\(name)-"
         for stale in (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [] where stale.hasPrefix(prefix) {
             try? FileManager.default.removeItem(at: directory.appendingPathComponent(stale))
@@ -66,7 +72,7 @@ final class DiskKeySet: Sendable {
             return true
         }
         let step = memory.withLock { memory -> Step in
-            if memory.pending[fingerprint] != nil { return .present }
+            if memory.unwritten(fingerprint) != nil { return .present }
             guard memory.filter.mayContain(fingerprint) else { return .added(flush: add(&memory)) }
             return .unsure
         }
@@ -79,7 +85,7 @@ final class DiskKeySet: Sendable {
         case .unsure:
             if stored(fingerprint) != nil { return false }
             let added = memory.withLock { memory -> (new: Bool, flush: Bool) in
-                if memory.pending[fingerprint] != nil { return (false, false) }
+                if memory.unwritten(fingerprint) != nil { return (false, false) }
                 return (true, add(&memory))
             }
             if added.flush { flush() }
@@ -95,7 +101,7 @@ final class DiskKeySet: Sendable {
     /// The entry for `fingerprint`: `nil` when absent, `.some(value)` when present.
     func entry(_ fingerprint: Fingerprint) -> String?? {
         let known = memory.withLock { memory -> String??? in
-            if let value = memory.pending[fingerprint] { return .some(.some(value)) }
+            if let value = memory.unwritten(fingerprint) { return .some(.some(value)) }
             return memory.filter.mayContain(fingerprint) ? nil : .some(nil)
         }
         if let known { return known }
@@ -111,9 +117,14 @@ final class DiskKeySet: Sendable {
         }) ?? nil
     }
 
-    /// Writes the pending keys to the file; they stay visible in `pending` until the transaction is committed.
+    /// Writes the pending keys to the file. The batch moves from `pending` to `writing` whole (no copy of the
+    /// dictionary, no key removed one by one) and is dropped once its transaction is committed.
     private func flush() {
-        let batch = memory.withLock { $0.pending }
+        let batch = memory.withLock { memory in
+            memory.writing = memory.pending
+            memory.pending = Dictionary(minimumCapacity: Self.batch)
+            return memory.writing
+        }
         try? queue.inDatabase { db in
             try db.inTransaction {
                 let statement = try db.cachedStatement(sql: "INSERT OR IGNORE INTO keys (high, low, value) VALUES (?, ?, ?)")
@@ -124,7 +135,7 @@ final class DiskKeySet: Sendable {
             }
         }
         memory.withLock { memory in
-            for fingerprint in batch.keys { memory.pending[fingerprint] = nil }
+            memory.writing = [:]
             memory.flushing = false
         }
     }
@@ -194,7 +205,7 @@ struct SpillingKeys: Sendable {
     ///   - directory: Where the file goes (a locked folder's); `nil` keeps every key in memory.
     ///   - name: The file's name part (``DiskKeySet/init(directory:name:cacheKiB:)``).
     ///   - limit: Keys kept in memory before they move to the file.
-    init(spillingInto directory: URL?, name: String, after limit: Int = 32_768) {
+    init(spillingInto directory: URL?, name: String, after limit: Int = 16_384) {
         spillDirectory = directory
         self.name = name
         self.limit = limit
@@ -227,7 +238,7 @@ struct SpillingKeys: Sendable {
 
     /// Moves every key to a new file; stays in memory if the file cannot be made (the run goes on, only larger).
     private mutating func spill() {
-        guard let spillDirectory, let file = try? DiskKeySet(directory: spillDirectory, name: name, cacheKiB: 2048) else {
+        guard let spillDirectory, let file = try? DiskKeySet(directory: spillDirectory, name: name) else {
             spillFailed = true
             return
         }

@@ -21,7 +21,7 @@ struct SpillingKeysTests {
     @Test func theFileKeepsTheFirstValueAcrossBatches() throws {
         let directory = TemporaryDirectory()
         let keys = try DiskKeySet(directory: directory.url, name: "test")
-        // 25,000 keys: two batches of 10,000 are written to the file, 5,000 still wait in memory.
+        // 25,000 keys: six batches of 4,096 are written to the file, 424 still wait in memory.
         for index in 0..<25_000 {
             #expect(keys.insert("key \(index)", value: index.isMultiple(of: 2) ? "value \(index)" : nil))
         }
@@ -34,6 +34,24 @@ struct SpillingKeysTests {
         #expect(keys.entry(Fingerprint("key 25000")) == nil)     // absent
         #expect((0..<25_000).allSatisfy { keys.entry(Fingerprint("key \($0)")) != nil })
         #expect(directory.fileNames.contains { $0.hasPrefix(".mirror-test-") })
+    }
+
+    @Test func concurrentInsertsCountEveryKeyOnceWhileBatchesAreWritten() async throws {
+        let directory = TemporaryDirectory()
+        let keys = try DiskKeySet(directory: directory.url, name: "race")
+        // Four tasks insert 0..<20,000 in overlapping halves, so every key is offered twice while batches of 4,096 are
+        // being written: a key that waits in the batch being written must not look new to the other task.
+        let added = await withTaskGroup(of: Int.self) { group in
+            for start in [0, 5_000, 10_000, 15_000] {
+                group.addTask {
+                    (start..<start + 10_000).count { keys.insert("key \($0 % 20_000)") }
+                }
+            }
+            return await group.reduce(0, +)
+        }
+        #expect(added == 20_000)
+        #expect((0..<20_000).allSatisfy { keys.entry(Fingerprint("key \($0)")) != nil })
+        #expect(keys.entry(Fingerprint("key 20000")) == nil)
     }
 
     @Test func keysMoveToTheFileBeyondTheLimitAndTheFileGoesWithThem() throws {
@@ -62,7 +80,7 @@ struct SpillingKeysTests {
     }
 
     @Test func aFolderLargerThanTheLimitStillKnowsEveryImage() throws {
-        // Given a folder of 12,000 saved images (four keys each: over the 32,768 kept in memory)
+        // Given a folder of 12,000 saved images (four keys each: over the 16,384 kept in memory)
         let directory = TemporaryDirectory()
         var manifest = Data()
         for index in 0..<12_000 {
