@@ -33,6 +33,8 @@ let package = Package(
         // libvips, for --resize, --encode and thumbnails: loaded with dlopen on first use, variadic calls wrapped in
         // shim.h (which says why it is not linked and has no pkgConfig). libvips-dev brings the libvips42 it loads.
         .systemLibrary(name: "CVips", providers: [.apt(["libvips-dev"]), .brew(["vips"])]),
+        // glibc's mallopt and malloc_trim, which the Glibc module does not import (the CLI's MemoryPolicy).
+        .systemLibrary(name: "CMalloc"),
         // HTTP over libcurl: one multi-driver thread, transfers, responses, typed errors.
         .target(name: "MirrorTransport", dependencies: ["CCurl"]),
         // Image bytes: format sniffing, header dimensions, completeness. No dependencies, so it can be fuzzed alone.
@@ -56,6 +58,7 @@ let package = Package(
             dependencies: [
                 "MirrorKit",
                 "MirrorTransport",  // its Locked
+                "CMalloc",  // MemoryPolicy
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "TOMLKit", package: "TOMLKit"),  // the configuration file
             ]

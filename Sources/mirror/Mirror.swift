@@ -25,6 +25,7 @@ struct Mirror: AsyncParsableCommand {
         // A write beyond RLIMIT_FSIZE must fail with EFBIG (reported as a full disk, exit 1) rather than
         // kill the process with SIGXFSZ (whose default action is to terminate it, leaving no message).
         signal(SIGXFSZ, SIG_IGN)
+        MemoryPolicy.apply()
         // Defaults from the configuration file and MIRROR_* variables go in before the command line's own.
         let arguments: [String]
         do {

@@ -1,0 +1,28 @@
+import CMalloc
+import Foundation
+import MirrorKit
+
+/// How the process asks glibc's allocator to keep a long run's memory flat.
+///
+/// The heap a run needs is flat (its growing lookups spill to disk), but glibc keeps up to 8 arenas per core, one per
+/// thread that allocates, and each arena holds on to the pages its threads freed: a 100,000-image run's resident set
+/// grew to 70 MB around a heap of 18 MB. One arena per core and a trim twice a second give those pages back
+/// (58.6 MB; the same run's CPU time unchanged within the noise — BENCHMARKS.md, "Memory").
+enum MemoryPolicy {
+    /// How often free pages go back to the kernel. `malloc_trim` walks the arenas' free lists; on a heap of tens of
+    /// megabytes that is well under a millisecond.
+    static let trimInterval: Duration = .milliseconds(500)
+
+    /// Applies the policy for this process; call once, before the work starts its threads.
+    static func apply() {
+        _ = mirror_malloc_limit_arenas(Int32(max(2, ProcessInfo.processInfo.activeProcessorCount)))
+        let thread = Thread {
+            while true {
+                Thread.sleep(forTimeInterval: trimInterval.seconds)
+                _ = mirror_malloc_trim()
+            }
+        }
+        thread.name = "mirror-trim"
+        thread.start()
+    }
+}
