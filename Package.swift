@@ -33,7 +33,7 @@ let package = Package(
         // libvips, for --resize, --encode and thumbnails: loaded with dlopen on first use, variadic calls wrapped in
         // shim.h (which says why it is not linked and has no pkgConfig). libvips-dev brings the libvips42 it loads.
         .systemLibrary(name: "CVips", providers: [.apt(["libvips-dev"]), .brew(["vips"])]),
-        // glibc's mallopt and malloc_trim, which the Glibc module does not import (the CLI's MemoryPolicy).
+        // glibc's malloc_trim, which the Glibc module does not import (the CLI's MemoryPolicy).
         .systemLibrary(name: "CMalloc"),
         // HTTP over libcurl: one multi-driver thread, transfers, responses, typed errors.
         .target(name: "MirrorTransport", dependencies: ["CCurl"]),
