@@ -15,6 +15,8 @@ final class DiskKeySet: Sendable {
     private let url: URL
     private let memory = Locked(Memory())
     private static let batch = 4_096
+    /// SQLite's page cache per file: the Bloom filter answers nearly every lookup, so it serves inserts only.
+    private static let cacheKiB = 512
 
     /// What the set holds in memory: keys not yet in the file, and the filter of every key.
     private struct Memory {
@@ -22,8 +24,6 @@ final class DiskKeySet: Sendable {
         /// The batch being written: its keys stay visible here until its transaction is committed.
         var writing: [Fingerprint: String?] = [:]
         var filter = BloomFilter()
-        /// Whether a batch is being written.
-        var flushing = false
 
         func unwritten(_ fingerprint: Fingerprint) -> String?? {
             pending[fingerprint] ?? writing[fingerprint]
@@ -32,7 +32,7 @@ final class DiskKeySet: Sendable {
 
     /// Creates an empty set in a new file in `directory` (a locked folder's: files an earlier, killed run left there
     /// under the same name are removed).
-    init(directory: URL, name: String, cacheKiB: Int = 512) throws {
+    init(directory: URL, name: String) throws {
         let prefix = ".mirror-\(name)-"
         for stale in (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [] where stale.hasPrefix(prefix) {
             try? FileManager.default.removeItem(at: directory.appendingPathComponent(stale))
@@ -43,7 +43,7 @@ final class DiskKeySet: Sendable {
             try db.execute(sql: """
                 PRAGMA journal_mode = OFF;
                 PRAGMA synchronous = OFF;
-                PRAGMA cache_size = -\(cacheKiB);
+                PRAGMA cache_size = -\(Self.cacheKiB);
                 CREATE TABLE keys (high INTEGER NOT NULL, low INTEGER NOT NULL, value TEXT, PRIMARY KEY (high, low)) WITHOUT ROWID;
                 """)
         }
@@ -63,32 +63,35 @@ final class DiskKeySet: Sendable {
     /// Adds the key `fingerprint` with `value`; returns whether it was new (an existing entry keeps its value).
     @discardableResult
     func insert(_ fingerprint: Fingerprint, value: String?) -> Bool {
-        enum Step { case added(flush: Bool), present, unsure }
-        func add(_ memory: inout Memory) -> Bool {
+        enum Step { case added(batch: [Fingerprint: String?]?), present, unsure }
+        /// Adds the key; returns a full batch, moved whole from `pending` to `writing` under the same lock, for the
+        /// caller to write. One batch is written at a time: while `writing` holds one, new keys wait in `pending`.
+        func add(_ memory: inout Memory) -> [Fingerprint: String?]? {
             memory.pending[fingerprint] = .some(value)
             memory.filter.insert(fingerprint)
-            guard memory.pending.count >= Self.batch, !memory.flushing else { return false }
-            memory.flushing = true
-            return true
+            guard memory.pending.count >= Self.batch, memory.writing.isEmpty else { return nil }
+            memory.writing = memory.pending
+            memory.pending = Dictionary(minimumCapacity: Self.batch)
+            return memory.writing
         }
         let step = memory.withLock { memory -> Step in
             if memory.unwritten(fingerprint) != nil { return .present }
-            guard memory.filter.mayContain(fingerprint) else { return .added(flush: add(&memory)) }
+            guard memory.filter.mayContain(fingerprint) else { return .added(batch: add(&memory)) }
             return .unsure
         }
         switch step {
         case .present:
             return false
-        case let .added(flush):
-            if flush { self.flush() }
+        case let .added(batch):
+            if let batch { write(batch) }
             return true
         case .unsure:
             if stored(fingerprint) != nil { return false }
-            let added = memory.withLock { memory -> (new: Bool, flush: Bool) in
-                if memory.unwritten(fingerprint) != nil { return (false, false) }
+            let added = memory.withLock { memory -> (new: Bool, batch: [Fingerprint: String?]?) in
+                if memory.unwritten(fingerprint) != nil { return (false, nil) }
                 return (true, add(&memory))
             }
-            if added.flush { flush() }
+            if let batch = added.batch { write(batch) }
             return added.new
         }
     }
@@ -117,14 +120,9 @@ final class DiskKeySet: Sendable {
         }) ?? nil
     }
 
-    /// Writes the pending keys to the file. The batch moves from `pending` to `writing` whole (no copy of the
-    /// dictionary, no key removed one by one) and is dropped once its transaction is committed.
-    private func flush() {
-        let batch = memory.withLock { memory in
-            memory.writing = memory.pending
-            memory.pending = Dictionary(minimumCapacity: Self.batch)
-            return memory.writing
-        }
+    /// Writes `batch` (the keys in `writing`, moved there whole: no copy of the dictionary, no key removed one by one)
+    /// to the file, and drops it from memory once its transaction is committed.
+    private func write(_ batch: [Fingerprint: String?]) {
         try? queue.inDatabase { db in
             try db.inTransaction {
                 let statement = try db.cachedStatement(sql: "INSERT OR IGNORE INTO keys (high, low, value) VALUES (?, ?, ?)")
@@ -136,7 +134,6 @@ final class DiskKeySet: Sendable {
         }
         memory.withLock { memory in
             memory.writing = [:]
-            memory.flushing = false
         }
     }
 }
@@ -203,7 +200,7 @@ struct SpillingKeys: Sendable {
 
     /// - Parameters:
     ///   - directory: Where the file goes (a locked folder's); `nil` keeps every key in memory.
-    ///   - name: The file's name part (``DiskKeySet/init(directory:name:cacheKiB:)``).
+    ///   - name: The file's name part (``DiskKeySet/init(directory:name:)``).
     ///   - limit: Keys kept in memory before they move to the file.
     init(spillingInto directory: URL?, name: String, after limit: Int = 16_384) {
         spillDirectory = directory
