@@ -33,6 +33,12 @@ let package = Package(
         // libvips, for --resize, --encode and thumbnails: loaded with dlopen on first use, variadic calls wrapped in
         // shim.h (which says why it is not linked and has no pkgConfig). libvips-dev brings the libvips42 it loads.
         .systemLibrary(name: "CVips", providers: [.apt(["libvips-dev"]), .brew(["vips"])]),
+        // The resize path's codecs for JPEG, PNG, WebP and GIF (TurboJPEG, libpng, libwebp, giflib) and libstb's
+        // stb_image_resize, linked (small, no dependencies beyond zlib); shim.h says why not libvips for these formats.
+        .systemLibrary(
+            name: "CCodecs",
+            providers: [.apt(["libturbojpeg0-dev", "libpng-dev", "libwebp-dev", "libgif-dev", "libstb-dev"])]
+        ),
         // glibc's malloc_trim, which the Glibc module does not import (the CLI's MemoryPolicy).
         .systemLibrary(name: "CMalloc"),
         // HTTP over libcurl: one multi-driver thread, transfers, responses, typed errors.
@@ -46,6 +52,7 @@ let package = Package(
                 "MirrorImages",
                 "CArchive",
                 "CVips",
+                "CCodecs",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "CSV", package: "CSV.swift"),
@@ -78,7 +85,7 @@ let package = Package(
         .executableTarget(name: "mirror-emulator", dependencies: ["MirrorTestSupport"]),
         .testTarget(name: "MirrorTransportTests", dependencies: ["MirrorTransport", "MirrorTestSupport"]),
         .testTarget(name: "MirrorImagesTests", dependencies: ["MirrorImages"], resources: [.copy("Samples")]),
-        .testTarget(name: "MirrorKitTests", dependencies: ["MirrorKit", "MirrorTestSupport"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "MirrorKitTests", dependencies: ["MirrorKit", "MirrorTestSupport", "CCodecs"], resources: [.copy("Fixtures")]),
         .testTarget(name: "MirrorTestSupportTests", dependencies: ["MirrorTestSupport"]),
         .testTarget(name: "mirrorTests", dependencies: ["MirrorTransport", "MirrorTestSupport"]),
     ],

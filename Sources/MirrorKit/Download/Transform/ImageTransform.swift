@@ -1,14 +1,20 @@
+import CCodecs
 import CVips
 import Foundation
 import MirrorImages
 
-/// Resizing and re-encoding a verified image through libvips (`--resize`, `--size`, `--encode`, `--quality`).
+/// Resizing and re-encoding a verified image (`--resize`, `--size`, `--encode`, `--quality`).
 ///
-/// The image is decoded with its EXIF orientation applied, fitted into `size` × `size` (``Fit``), and encoded as
-/// asked; the default (`fit: .no`, `encoding: .keep`) is no transform at all, and nothing is decoded. `keep` writes
-/// the downloaded format where libvips can (JPEG, PNG, WebP, TIFF, HEIF, AVIF) and PNG otherwise (GIF, BMP).
-/// libvips's thumbnail path does the resize: it shrinks while decoding where the format allows (JPEG, WebP), so
-/// a large photo costs a fraction of a full decode.
+/// The image is decoded with its EXIF orientation applied (an animation's first frame), fitted into `size` × `size`
+/// (``Fit``), and encoded as asked; the default (`fit: .no`, `encoding: .keep`) is no transform at all. An image that
+/// needs no resize and is already in the format written is kept byte for byte: with `encoding: .jpeg` a served JPEG
+/// is stored as served (no generation loss, no CPU) and only the other formats are converted. `keep` writes the
+/// served format where it can (JPEG, PNG, WebP, TIFF, HEIF, AVIF) and PNG otherwise (GIF, BMP). Alpha is kept in PNG
+/// and WebP and composited onto white in JPEG.
+///
+/// JPEG, PNG, WebP and GIF — nearly everything hosts serve — go straight through their codecs (`CCodecs`: a JPEG is
+/// decoded at the smallest DCT scale that still covers the target, a WebP scaled while it decodes, then Catmull-Rom
+/// resampling); the rest, and the few images that path leaves (CMYK JPEGs, animated WebP), through libvips.
 public struct ImageTransform: Sendable, Hashable {
     /// How an image is fitted into `size` × `size`.
     public enum Fit: String, Sendable, CaseIterable {
@@ -53,6 +59,25 @@ public struct ImageTransform: Sendable, Hashable {
     /// Whether the transform leaves every image as it is.
     public var isIdentity: Bool { fit == .no && encoding == .keep }
 
+    /// The format an image served as `format` is written in.
+    public func outputFormat(for format: ImageFormat) -> ImageFormat {
+        switch encoding {
+        case .jpeg: .jpeg
+        case .png: .png
+        case .webp: .webp
+        case .keep:
+            switch format {
+            case .jpeg, .png, .webp, .tiff, .heif, .avif: format
+            case .gif, .bmp: .png
+            }
+        }
+    }
+
+    /// Whether an image served as `format` is stored as served: nothing to resize, and already the format written.
+    public func keepsAsServed(_ format: ImageFormat) -> Bool {
+        fit == .no && (encoding == .keep || outputFormat(for: format) == format)
+    }
+
     /// `nil` once libvips is loaded and started (the first time an image is transformed); otherwise why it is not.
     private static let startFailure: String? = {
         var error = [CChar](repeating: 0, count: 512)
@@ -63,6 +88,7 @@ public struct ImageTransform: Sendable, Hashable {
     /// Applies the transform: the result is a new temporary file beside the original, which is removed.
     /// - Throws: ``Failure`` when libvips cannot read or write the image (the original is removed too).
     func apply(to image: VerifiedImage, validator: ImageValidator) throws(Failure) -> VerifiedImage {
+        if keepsAsServed(image.info.format) { return image }
         defer { AtomicFile.remove(image.temporaryFile) }
         let input: Data
         do {
@@ -90,6 +116,8 @@ public struct ImageTransform: Sendable, Hashable {
         result.info = info
         result.bytes = Int64(data.count)
         result.originalSHA256 = image.downloadDigest
+        result.originalFormat = image.originalFormat ?? image.info.format
+        result.originalBytes = image.originalBytes ?? image.bytes
         result.sha256 = sha256Hex(data)
         result.originalWidth = image.originalWidth ?? image.info.width
         result.originalHeight = image.originalHeight ?? image.info.height
@@ -99,6 +127,34 @@ public struct ImageTransform: Sendable, Hashable {
     /// Transforms an image's bytes (downloaded as `format`) and returns the new file's bytes.
     /// - Throws: ``Failure`` when libvips cannot read or write the image.
     public func transform(_ input: Data, format: ImageFormat) throws(Failure) -> Data {
+        if let data = try codecsTransform(input, format: format) { return data }
+        return try vipsTransform(input, format: format)
+    }
+
+    /// The transform through the codecs themselves, or `nil` for an image they leave to libvips.
+    private func codecsTransform(_ input: Data, format: ImageFormat) throws(Failure) -> Data? {
+        let codes: [ImageFormat: Int32] = [.jpeg: Int32(MIRROR_CODECS_JPEG.rawValue), .png: Int32(MIRROR_CODECS_PNG.rawValue),
+                                           .webp: Int32(MIRROR_CODECS_WEBP.rawValue), .gif: Int32(MIRROR_CODECS_GIF.rawValue)]
+        guard let inputCode = codes[format], let outputCode = codes[outputFormat(for: format)] else { return nil }
+        var output: UnsafeMutablePointer<UInt8>?
+        var length = 0
+        var final = (width: Int32(0), height: Int32(0))
+        var error = [CChar](repeating: 0, count: 512)
+        let status = input.withUnsafeBytes { bytes in
+            mirror_codecs_transform(
+                bytes.bindMemory(to: UInt8.self).baseAddress, bytes.count, inputCode, fitCode, Int32(size), onlyIfBigger ? 1 : 0,
+                outputCode, Int32(quality), &output, &length, &final.width, &final.height, &error, error.count
+            )
+        }
+        if status == MIRROR_CODECS_UNSUPPORTED { return nil }
+        guard status == 0, let output else {
+            throw Failure(message: String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        }
+        return Data(bytesNoCopy: UnsafeMutableRawPointer(output), count: length, deallocator: .custom { pointer, _ in mirror_codecs_free(pointer) })
+    }
+
+    /// The transform through libvips.
+    private func vipsTransform(_ input: Data, format: ImageFormat) throws(Failure) -> Data {
         if let failure = Self.startFailure { throw Failure(message: failure) }
         var output: UnsafeMutableRawPointer?
         var length = 0
@@ -127,22 +183,16 @@ public struct ImageTransform: Sendable, Hashable {
         }
     }
 
-    /// The libvips saver suffix, with its options, for an image downloaded as `format`.
+    /// The libvips saver suffix, with its options, for an image downloaded as `format` (JPEG flattens alpha onto white).
     func saver(for format: ImageFormat) -> String {
         let lossy = "[Q=\(quality),strip]"
-        switch encoding {
-        case .jpeg: return ".jpg" + lossy
-        case .png: return ".png[strip]"
+        switch outputFormat(for: format) {
+        case .jpeg: return ".jpg[Q=\(quality),strip,background=255]"
         case .webp: return ".webp" + lossy
-        case .keep:
-            switch format {
-            case .jpeg: return ".jpg" + lossy
-            case .webp: return ".webp" + lossy
-            case .tiff: return ".tif[strip]"
-            case .heif: return ".heif" + lossy
-            case .avif: return ".avif" + lossy
-            default: return ".png[strip]"
-            }
+        case .tiff: return ".tif[strip]"
+        case .heif: return ".heif" + lossy
+        case .avif: return ".avif" + lossy
+        case .png, .gif, .bmp: return ".png[strip]"
         }
     }
 }

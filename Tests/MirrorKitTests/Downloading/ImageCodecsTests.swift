@@ -1,0 +1,228 @@
+import CCodecs
+import Foundation
+import MirrorImages
+import Testing
+@testable import MirrorKit
+
+/// The transform on real files of every format mirror verifies: JPEG, PNG, WebP and GIF through their codecs, the
+/// rest (and CMYK JPEGs, animated WebP) through libvips; what happens to alpha, animation, orientation and geometry.
+@Suite("Resizing on the codecs")
+struct ImageCodecsTests {
+    private let folder = TemporaryDirectory()
+    private let validator = ImageValidator()
+
+    /// The sample files of MirrorImagesTests (`Samples/make-samples.sh` says how each was made).
+    private static let samples = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("MirrorImagesTests/Samples")
+
+    private func image(_ data: Data) throws -> VerifiedImage {
+        let temporary = try AtomicFile.makeTemporary(in: folder.url)
+        try data.write(to: temporary.url)
+        close(temporary.descriptor)
+        return VerifiedImage(
+            url: URL(string: "http://h.test/a")!, effectiveURL: URL(string: "http://h.test/a")!, temporaryFile: temporary.url,
+            info: try validator.validate(data), bytes: Int64(data.count), sha256: sha256Hex(data), source: .none, attempts: 1,
+            fetchedAt: Date()
+        )
+    }
+
+    private func transformed(_ data: Data, _ transform: ImageTransform) throws -> (VerifiedImage, Data) {
+        let result = try transform.apply(to: try image(data), validator: validator)
+        defer { AtomicFile.remove(result.temporaryFile) }
+        return (result, try Data(contentsOf: result.temporaryFile))
+    }
+
+    @Test(arguments: [
+        "baseline.jpg", "progressive.jpg", "restart.jpg", "exif.jpg", "cmyk.jpg", "gray.png", "interlaced.png", "animated.png",
+        "static.gif", "animated.gif", "lossy.webp", "lossless.webp", "alpha.webp", "animated.webp", "bgr24.bmp", "os2.bmp",
+        "little.tiff", "big.tiff", "image.heic", "image.avif",
+    ])
+    func everyFormatBecomesAJPEGOfTheSize(sample: String) throws {
+        // Given a sample file as a host would serve it
+        let data = try Data(contentsOf: Self.samples.appendingPathComponent(sample))
+        let served = try validator.validate(data)
+
+        // When it is centre-cropped to 24 px as JPEG (every sample is between 9 and 53 px a side: some grow)
+        let (result, bytes) = try transformed(data, ImageTransform(fit: .centerCrop, size: 24, encoding: .jpeg, quality: 90))
+
+        // Then the file is a 24×24 JPEG that verifies, and the record keeps what was served
+        #expect(try validator.validate(bytes) == ImageInfo(format: .jpeg, width: 24, height: 24))
+        #expect(result.info.format == .jpeg && result.info.width == 24 && result.info.height == 24)
+        #expect(result.originalFormat == served.format && result.originalBytes == Int64(data.count))
+        #expect(result.originalWidth == served.width && result.originalHeight == served.height)
+    }
+
+    @Test func aJPEGThatNeedsNoResizeIsKeptAsServedAndOtherFormatsBecomeJPEG() throws {
+        // Given a JPEG and a PNG, and a transform that only asks for JPEG
+        let transform = ImageTransform(encoding: .jpeg)
+        let jpeg = try Data(contentsOf: Self.samples.appendingPathComponent("progressive.jpg"))
+        let source = try image(jpeg)
+
+        // When each is transformed
+        let kept = try transform.apply(to: source, validator: validator)
+        defer { AtomicFile.remove(kept.temporaryFile) }
+        let (converted, bytes) = try transformed(TestPixels.png(width: 30, height: 20, channels: 3) { _, _ in [10, 200, 30, 255] }, transform)
+
+        // Then the JPEG is the same file, untouched (no second hash, no original_* of its own), and the PNG a JPEG
+        #expect(kept == source)
+        #expect(try Data(contentsOf: kept.temporaryFile) == jpeg)
+        #expect(converted.info.format == .jpeg && converted.originalFormat == .png && bytes.starts(with: [0xFF, 0xD8, 0xFF]))
+        #expect(converted.info.width == 30 && converted.info.height == 20)
+    }
+
+    @Test func alphaIsCompositedOntoWhiteInJPEGAndKeptInPNGAndWebP() throws {
+        // Given a PNG whose left half is transparent black and right half opaque red
+        let png = TestPixels.png(width: 40, height: 20, channels: 4) { x, _ in x < 20 ? [0, 0, 0, 0] : [255, 0, 0, 255] }
+
+        // When it becomes a JPEG, a PNG and a WebP of half its size
+        let (_, jpeg) = try transformed(png, ImageTransform(fit: .keepRatio, size: 20, encoding: .jpeg))
+        let (_, keptPNG) = try transformed(png, ImageTransform(fit: .keepRatio, size: 20, encoding: .png))
+        let (webpImage, _) = try transformed(png, ImageTransform(fit: .keepRatio, size: 20, encoding: .webp))
+
+        // Then the JPEG's transparent side is white and its opaque side red; the PNG keeps the transparency
+        let pixels = try #require(TestPixels.decodeJPEG(jpeg))
+        #expect(pixels.width == 20 && pixels.height == 10)
+        #expect(pixels.rgb(2, 5).allSatisfy { $0 > 235 }, "\(pixels.rgb(2, 5))")
+        #expect(pixels.rgb(17, 5)[0] > 220 && pixels.rgb(17, 5)[1] < 40 && pixels.rgb(17, 5)[2] < 40, "\(pixels.rgb(17, 5))")
+        let rgba = try #require(TestPixels.decodePNG(keptPNG))
+        #expect(rgba.channels == 4 && rgba.pixel(2, 5)[3] == 0 && rgba.pixel(17, 5)[3] == 255)
+        #expect(webpImage.info.format == .webp)
+    }
+
+    @Test func anAnimatedGIFGivesItsFirstFrame() throws {
+        // Given a 35×25 GIF of three frames: red, lime, blue
+        let gif = try Data(contentsOf: Self.samples.appendingPathComponent("animated.gif"))
+
+        // When it is stored as JPEG
+        let (_, jpeg) = try transformed(gif, ImageTransform(encoding: .jpeg))
+
+        // Then it is the red frame
+        let pixels = try #require(TestPixels.decodeJPEG(jpeg))
+        let middle = pixels.rgb(17, 12)
+        #expect(pixels.width == 35 && pixels.height == 25)
+        #expect(middle[0] > 200 && middle[1] < 60 && middle[2] < 60, "\(middle)")
+    }
+
+    @Test func aLargeJPEGIsCroppedAroundItsCentreAfterAShrinkOnLoad() throws {
+        // Given a 1,200×600 JPEG: a red quarter, a green half in the middle, a blue quarter
+        let jpeg = try #require(TestPixels.jpeg(width: 1200, height: 600) { x, _ in x < 300 ? [220, 20, 20] : x < 900 ? [20, 220, 20] : [20, 20, 220] })
+
+        // When it is centre-cropped to 256 (the decoder shrinks it to at least 512×256 first)
+        let (result, bytes) = try transformed(jpeg, ImageTransform(fit: .centerCrop, size: 256, encoding: .jpeg))
+
+        // Then what is kept is the green middle, edge to edge, at 256×256
+        let pixels = try #require(TestPixels.decodeJPEG(bytes))
+        #expect(result.info.width == 256 && result.info.height == 256 && result.originalWidth == 1200)
+        for x in [2, 128, 253] {
+            let pixel = pixels.rgb(x, 128)
+            #expect(pixel[1] > 180 && pixel[0] < 70 && pixel[2] < 70, "x \(x): \(pixel)")
+        }
+
+        // And fitted with pad, the whole picture is there with black above and below
+        let (_, padded) = try transformed(jpeg, ImageTransform(fit: .pad, size: 256, encoding: .jpeg))
+        let whole = try #require(TestPixels.decodeJPEG(padded))
+        #expect(whole.width == 256 && whole.height == 256)
+        #expect(whole.rgb(128, 10).allSatisfy { $0 < 30 }, "\(whole.rgb(128, 10))")
+        #expect(whole.rgb(10, 128)[0] > 180 && whole.rgb(245, 128)[2] > 180)
+    }
+
+    @Test(arguments: [(6, 20, 40), (3, 40, 20), (8, 20, 40)])
+    func exifOrientationIsAppliedBeforeTheFit(orientation: UInt8, width: Int, height: Int) throws {
+        // Given an 80×40 JPEG, red on its left, whose EXIF orientation is `orientation`
+        var jpeg = try #require(TestPixels.jpeg(width: 80, height: 40) { x, _ in x < 40 ? [230, 10, 10] : [10, 10, 230] })
+        let tiff: [UInt8] = [0x4D, 0x4D, 0x00, 0x2A, 0x00, 0x00, 0x00, 0x08, 0x00, 0x01, 0x01, 0x12, 0x00, 0x03, 0x00, 0x00, 0x00, 0x01, 0x00, orientation, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00]
+        let payload = Array("Exif".utf8) + [0, 0] + tiff
+        jpeg.insert(contentsOf: [0xFF, 0xE1, 0x00, UInt8(payload.count + 2)] + payload, at: 2)
+
+        // When it is fitted into 40 px
+        let (result, bytes) = try transformed(jpeg, ImageTransform(fit: .keepRatio, size: 40, encoding: .jpeg))
+
+        // Then it stands as the orientation says: 6 turns it clockwise (red on top), 3 upside down (red on the right),
+        // 8 anticlockwise (red at the bottom)
+        let pixels = try #require(TestPixels.decodeJPEG(bytes))
+        #expect(result.info.width == width && result.info.height == height)
+        let red: (Int, Int) = switch orientation {
+        case 6: (10, 5)
+        case 3: (35, 10)
+        default: (10, 35)
+        }
+        #expect(pixels.rgb(red.0, red.1)[0] > 180, "\(pixels.rgb(red.0, red.1))")
+    }
+
+    @Test func aTruncatedPNGIsAFailureNotACrash() throws {
+        // Given a PNG whose pixel data is cut to zeros after its header
+        var broken = TestPixels.png(width: 30, height: 30, channels: 3) { x, y in [UInt8(x * 8), UInt8(y * 8), 0, 255] }
+        broken.replaceSubrange(60..<broken.count, with: Data(repeating: 0, count: broken.count - 60))
+        let transform = ImageTransform(fit: .centerCrop, size: 16, encoding: .jpeg)
+
+        // Then the codecs refuse it with a reason, and so does the whole transform
+        #expect(throws: ImageTransform.Failure.self) { try transform.transform(broken, format: .png) }
+    }
+}
+
+/// Pixels in and out of the codecs, for checking what a transform wrote.
+enum TestPixels {
+    struct Pixels {
+        var width: Int, height: Int, channels: Int
+        var data: [UInt8]
+        func pixel(_ x: Int, _ y: Int) -> [UInt8] { Array(data[(y * width + x) * channels..<(y * width + x + 1) * channels]) }
+        func rgb(_ x: Int, _ y: Int) -> [UInt8] { Array(pixel(x, y).prefix(3)) }
+    }
+
+    /// A PNG of RGB or RGBA pixels from `color(x, y)` (RGBA; alpha dropped for 3 channels).
+    static func png(width: Int, height: Int, channels: Int, color: (Int, Int) -> [UInt8]) -> Data {
+        var pixels = [UInt8]()
+        for y in 0..<height { for x in 0..<width { pixels += color(x, y).prefix(channels) } }
+        var image = png_image()
+        image.version = UInt32(PNG_IMAGE_VERSION)
+        image.width = UInt32(width)
+        image.height = UInt32(height)
+        image.format = UInt32(channels == 4 ? PNG_FORMAT_FLAG_COLOR | PNG_FORMAT_FLAG_ALPHA : PNG_FORMAT_FLAG_COLOR)
+        var size = 0
+        _ = png_image_write_to_memory(&image, nil, &size, 0, pixels, 0, nil)
+        var data = Data(count: size)
+        data.withUnsafeMutableBytes { _ = png_image_write_to_memory(&image, $0.baseAddress, &size, 0, pixels, 0, nil) }
+        png_image_free(&image)
+        return data.prefix(size)
+    }
+
+    /// A JPEG (quality 95) of RGB pixels from `color(x, y)`.
+    static func jpeg(width: Int, height: Int, color: (Int, Int) -> [UInt8]) -> Data? {
+        var pixels = [UInt8]()
+        for y in 0..<height { for x in 0..<width { pixels += color(x, y) } }
+        guard let handle = tjInitCompress() else { return nil }
+        defer { tjDestroy(handle) }
+        var buffer: UnsafeMutablePointer<UInt8>?
+        var size: UInt = 0
+        guard tjCompress2(handle, pixels, Int32(width), 0, Int32(height), Int32(TJPF_RGB.rawValue), &buffer, &size, Int32(TJSAMP_444.rawValue), 95, 0) == 0,
+              let buffer else { return nil }
+        defer { tjFree(buffer) }
+        return Data(bytes: buffer, count: Int(size))
+    }
+
+    static func decodeJPEG(_ data: Data) -> Pixels? {
+        guard let handle = tjInitDecompress() else { return nil }
+        defer { tjDestroy(handle) }
+        return data.withUnsafeBytes { bytes -> Pixels? in
+            let input = bytes.bindMemory(to: UInt8.self).baseAddress
+            var width: Int32 = 0, height: Int32 = 0, subsampling: Int32 = 0, colorspace: Int32 = 0
+            guard tjDecompressHeader3(handle, input, UInt(bytes.count), &width, &height, &subsampling, &colorspace) == 0 else { return nil }
+            var pixels = [UInt8](repeating: 0, count: Int(width * height * 3))
+            guard tjDecompress2(handle, input, UInt(bytes.count), &pixels, width, 0, height, Int32(TJPF_RGB.rawValue), 0) == 0 else { return nil }
+            return Pixels(width: Int(width), height: Int(height), channels: 3, data: pixels)
+        }
+    }
+
+    static func decodePNG(_ data: Data) -> Pixels? {
+        var image = png_image()
+        image.version = UInt32(PNG_IMAGE_VERSION)
+        let begun = data.withUnsafeBytes { png_image_begin_read_from_memory(&image, $0.baseAddress, $0.count) }
+        guard begun != 0 else { return nil }
+        let channels = image.format & UInt32(PNG_FORMAT_FLAG_ALPHA) != 0 ? 4 : 3
+        image.format = UInt32(channels == 4 ? PNG_FORMAT_FLAG_COLOR | PNG_FORMAT_FLAG_ALPHA : PNG_FORMAT_FLAG_COLOR)
+        var pixels = [UInt8](repeating: 0, count: Int(image.width * image.height) * channels)
+        guard png_image_finish_read(&image, nil, &pixels, 0, nil) != 0 else { return nil }
+        return Pixels(width: Int(image.width), height: Int(image.height), channels: channels, data: pixels)
+    }
+}
