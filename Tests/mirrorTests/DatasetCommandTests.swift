@@ -70,13 +70,19 @@ struct DatasetCommandTests {
         return String(decoding: data, as: UTF8.self)
     }
 
-    /// A PNG's width and height, from its IHDR chunk.
-    private static func pngSize(_ data: Data) -> (Int, Int)? {
-        guard data.count >= 24, data.starts(with: [0x89, 0x50, 0x4E, 0x47]) else { return nil }
-        let bytes = [UInt8](data[16..<24])
-        let width = bytes[0..<4].reduce(0) { $0 << 8 | Int($1) }
-        let height = bytes[4..<8].reduce(0) { $0 << 8 | Int($1) }
-        return (width, height)
+    /// A JPEG's width and height, from its first start-of-frame segment.
+    static func jpegSize(_ data: Data) -> (Int, Int)? {
+        let bytes = [UInt8](data)
+        guard bytes.starts(with: [0xFF, 0xD8]) else { return nil }
+        var at = 2
+        while at + 9 < bytes.count, bytes[at] == 0xFF {
+            let marker = bytes[at + 1], length = Int(bytes[at + 2]) << 8 | Int(bytes[at + 3])
+            if (0xC0...0xCF).contains(marker), ![0xC4, 0xC8, 0xCC].contains(marker) {
+                return (Int(bytes[at + 7]) << 8 | Int(bytes[at + 8]), Int(bytes[at + 5]) << 8 | Int(bytes[at + 6]))
+            }
+            at += 2 + length
+        }
+        return nil
     }
 
     private static func stats(_ out: URL) throws -> [[String: Any]] {
@@ -84,7 +90,8 @@ struct DatasetCommandTests {
         return try names.map { try JSONSerialization.jsonObject(with: Data(contentsOf: out.appendingPathComponent($0))) as! [String: Any] }
     }
 
-    /// Checks every shard of `out`: samples complete and 64×64, records one per row, stats adding up to the table.
+    /// Checks every shard of `out`: samples complete and 64×64 JPEGs (the PNGs served, re-encoded: WebDataset's default),
+    /// records one per row, stats adding up to the table, and `sizes.json` naming each shard's samples.
     private func checkShards(_ out: URL, shardSize: Int) throws {
         let stats = try Self.stats(out)
         #expect(stats.count == (Self.rows + shardSize - 1) / shardSize)
@@ -114,11 +121,12 @@ struct DatasetCommandTests {
                     Issue.record("row \(position) has no image but a sample")
                     continue
                 }
-                let image = try Data(contentsOf: unpacked.appendingPathComponent(key + ".png"))
-                #expect(Self.pngSize(image).map { [$0.0, $0.1] } == [64, 64], "\(key)")
+                let image = try Data(contentsOf: unpacked.appendingPathComponent(key + ".jpg"))
+                #expect(Self.jpegSize(image).map { [$0.0, $0.1] } == [64, 64], "\(key)")
                 let record = try JSONSerialization.jsonObject(with: Data(contentsOf: unpacked.appendingPathComponent(key + ".json"))) as! [String: Any]
                 #expect(record["key"] as? String == key)
                 #expect(record["width"] as? Int == 64 && record["original_width"] as? Int == 70 + position % 50)
+                #expect(record["format"] as? String == "jpeg" && record["original_format"] as? String == "png")
                 #expect(record["source"] as? String == "web" && record["score"] as? String == String(position % 10))
                 let caption = try String(contentsOf: unpacked.appendingPathComponent(key + ".txt"), encoding: .utf8)
                 #expect(caption == "image \(position), \"quoted\"")
@@ -140,6 +148,8 @@ struct DatasetCommandTests {
         }
         #expect(keys.count == expected.saved)
         #expect(try FileManager.default.contentsOfDirectory(atPath: out.path).filter { $0.hasSuffix(".part") }.isEmpty)
+        let sizes = try JSONSerialization.jsonObject(with: Data(contentsOf: out.appendingPathComponent("sizes.json"))) as? [String: Int]
+        #expect(sizes == Dictionary(uniqueKeysWithValues: stats.enumerated().map { (String(format: "%05d.tar", $0.offset), $0.element["saved"] as? Int ?? -1) }))
     }
 
     @Test func aThousandRowCSVBecomesResizedShardsWhoseStatsAddUp() async throws {
@@ -167,17 +177,68 @@ struct DatasetCommandTests {
         #expect(summary?["shards"] as? Int == 4)
         try checkShards(out, shardSize: 256)
 
-        // And a rerun is a no-op: no image requested, no shard touched
+        // And a rerun is a no-op: no image requested, no shard touched, sizes.json not rewritten
+        let sizesWritten = try FileManager.default.attributesOfItem(atPath: out.appendingPathComponent("sizes.json").path)[.modificationDate] as? Date
         server.resetCounters()
         let again = try await MirrorBinary.run(["urls", table.path, "--out", out.path, "--format", "webdataset", "--shard-size", "256", "--resize", "center-crop", "--size", "64", "--json"])
         #expect(server.totalRequests == 0)
         let second = try JSONSerialization.jsonObject(with: Data(again.stdout.utf8)) as? [String: Any]
         #expect(second?["shardsWritten"] as? Int == 0)
         #expect(second?["skipped"] as? Int == Self.rows - expected.invalid)
+        #expect(try FileManager.default.attributesOfItem(atPath: out.appendingPathComponent("sizes.json").path)[.modificationDate] as? Date == sizesWritten)
 
         // And another shard size for the same folder is refused with one line
         let other = try await MirrorBinary.run(["urls", table.path, "--out", out.path, "--format", "webdataset", "--shard-size", "100"])
         #expect(other.status != 0 && other.stderr.contains("holds shards of 256 rows; run again with --shard-size 256"))
+    }
+
+    @Test func shardsOfMixedFormatsHoldOneFormatByDefault() async throws {
+        // Given a table of every format hosts serve: JPEG (baseline, progressive, CMYK, with EXIF), PNG (grey,
+        // interlaced, animated), GIF (still, animated), WebP (lossy, lossless, alpha, animated), BMP, TIFF, HEIC, AVIF
+        let samples = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("MirrorImagesTests/Samples")
+        let names = try FileManager.default.contentsOfDirectory(atPath: samples.path)
+            .filter { ["jpg", "png", "gif", "webp", "bmp", "tiff", "heic", "avif"].contains($0.split(separator: ".").last.map(String.init)) }.sorted()
+        let server = try TestServer.start()
+        defer { server.stop() }
+        var served: [String: Data] = [:]
+        for name in names {
+            served[name] = try Data(contentsOf: samples.appendingPathComponent(name))
+            server.route("/s/" + name, .ok(served[name]!, contentType: "application/octet-stream"))
+        }
+        let work = TemporaryFolder()
+        let table = work.file("table.txt")
+        try names.map { server.url("/s/" + $0).absoluteString }.joined(separator: "\n").write(to: table, atomically: true, encoding: .utf8)
+        let out = work.file("out")
+
+        // When they become WebDataset shards with no --encode and no --resize
+        let run = try await MirrorBinary.run(["urls", table.path, "--out", out.path, "--format", "webdataset", "--shard-size", "8", "--quiet"])
+
+        // Then every sample is a .jpg, the JPEGs as served byte for byte, the others converted; the records say what
+        // was served; sizes.json counts each shard's samples
+        #expect(run.status == 0, "\(run.stderr)")
+        let unpacked = work.file("unpacked")
+        try FileManager.default.createDirectory(at: unpacked, withIntermediateDirectories: true)
+        let tars = try FileManager.default.contentsOfDirectory(atPath: out.path).filter { $0.hasSuffix(".tar") }.sorted()
+        for tar in tars { try Self.tool("/bin/tar", ["-xf", out.appendingPathComponent(tar).path, "-C", unpacked.path]) }
+        let members = try FileManager.default.contentsOfDirectory(atPath: unpacked.path)
+        #expect(Set(members.map { $0.split(separator: ".").last.map(String.init) ?? "" }) == ["jpg", "json"])  // no captions
+        #expect(members.filter { $0.hasSuffix(".jpg") }.count == names.count)
+        for (row, name) in names.enumerated() {
+            let key = String(format: "%09d", row)
+            let image = try Data(contentsOf: unpacked.appendingPathComponent(key + ".jpg"))
+            let record = try JSONSerialization.jsonObject(with: Data(contentsOf: unpacked.appendingPathComponent(key + ".json"))) as? [String: Any]
+            #expect(Self.jpegSize(image) != nil, "\(name) is not a JPEG in the shard")
+            #expect(record?["format"] as? String == "jpeg" && record?["original_bytes"] as? Int == served[name]!.count, "\(name): \(record ?? [:])")
+            if name.hasSuffix(".jpg") {
+                #expect(image == served[name], "\(name) was re-encoded")
+                #expect(record?["original_format"] as? String == "jpeg")
+            } else {
+                #expect(record?["original_format"] as? String != "jpeg", "\(name)")
+            }
+        }
+        let sizes = try JSONSerialization.jsonObject(with: Data(contentsOf: out.appendingPathComponent("sizes.json"))) as? [String: Int]
+        #expect(sizes == Dictionary(uniqueKeysWithValues: tars.enumerated().map { ($0.element, min(8, names.count - $0.offset * 8)) }))
     }
 
     @Test func theSameTableAsGzippedJSONLGivesTheSameShards() async throws {

@@ -163,8 +163,8 @@ struct ProviderChainTests: EmulatedSearch {
         ("id", "string", true), ("title", "string", true), ("creator", "string", true), ("license", "string", true),
         ("license_url", "string", true), ("width", "integer", false), ("height", "integer", false), ("bytes", "integer", false),
         ("sha256", "string", false), ("format", "string", false), ("query", "string", true), ("fetched_at", "string", false),
-        ("key", "string", true), ("caption", "string", true), ("label", "string", true), ("original_width", "integer", true),
-        ("original_height", "integer", true),
+        ("key", "string", true), ("caption", "string", true), ("label", "string", true), ("original_width", "integer", false),
+        ("original_height", "integer", false), ("original_format", "string", false), ("original_bytes", "integer", false),
     ]
 
     /// The JSON type of a parsed value: "null", "integer", "string", or something else.

@@ -78,7 +78,7 @@ struct ShardCommandTests {
         // same files, the same records and the same samples as the one run
         #expect(statuses == [3, 3, 3])
         #expect(try Self.files(sharded) == Self.files(whole))
-        #expect(try Self.files(whole).count == 6 * 3)
+        #expect(try Self.files(whole).count == 6 * 3 + 1)  // each shard's tar, records and stats, and sizes.json
         #expect(try Self.records(sharded) == Self.records(whole))
         for index in 0..<6 {
             let name = String(format: "%05d.tar", index)

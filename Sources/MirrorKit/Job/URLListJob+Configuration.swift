@@ -49,3 +49,15 @@ extension URLListJob {
         case webDataset(shardSize: Int)
     }
 }
+
+extension ImageTransform.Encoding {
+    /// The format a dataset of `format` is written in when none is asked for: JPEG for WebDataset shards (every sample
+    /// then carries `.jpg`, which Hugging Face's webdataset loader needs; served JPEGs are stored as served), the
+    /// bytes as served in a folder (`imagefolder` reads any mix of formats).
+    public static func `default`(for format: URLListJob.OutputFormat) -> Self {
+        switch format {
+        case .folder: .keep
+        case .webDataset: .jpeg
+        }
+    }
+}

@@ -46,10 +46,14 @@ public struct ManifestRecord: Codable, Sendable, Hashable {
     public var caption: String?
     /// The class it belongs to (the query of a `--queries` run), or `nil`.
     public var label: String?
-    /// The width as downloaded, before any resize; `nil` when the file is the download itself.
-    public var originalWidth: Int?
-    /// The height as downloaded, before any resize; `nil` when the file is the download itself.
-    public var originalHeight: Int?
+    /// The width as served, before any resize (the same as ``width`` when the file is the download itself).
+    public var originalWidth: Int
+    /// The height as served, before any resize.
+    public var originalHeight: Int
+    /// The format as served (`png` for a PNG stored as JPEG).
+    public var originalFormat: String
+    /// The size in bytes as served.
+    public var originalBytes: Int64
     /// Columns carried from the table (`--keep-cols`), written after the schema's fields under their own names.
     public var columns: [KeptColumn] = []
 
@@ -65,6 +69,8 @@ public struct ManifestRecord: Codable, Sendable, Hashable {
         case key, caption, label
         case originalWidth = "original_width"
         case originalHeight = "original_height"
+        case originalFormat = "original_format"
+        case originalBytes = "original_bytes"
     }
 
     private enum LegacyKeys: String, CodingKey {
@@ -108,8 +114,10 @@ public struct ManifestRecord: Codable, Sendable, Hashable {
             Field(.key, type: .string, nullWhen: "a search", meaning: "the table row it came from: its position from 0, nine digits (`000000042`)"),
             Field(.caption, type: .string, nullWhen: "the row has none", meaning: "the row's caption column"),
             Field(.label, type: .string, nullWhen: "not a `--queries` run", meaning: "its class: the query whose folder holds it"),
-            Field(.originalWidth, type: .integer, nullWhen: "not resized", meaning: "width as downloaded, before `--resize`"),
-            Field(.originalHeight, type: .integer, nullWhen: "not resized", meaning: "height as downloaded, before `--resize`"),
+            Field(.originalWidth, type: .integer, meaning: "width as served, before `--resize` (the same as `width` when the file is the download)"),
+            Field(.originalHeight, type: .integer, meaning: "height as served, before `--resize`"),
+            Field(.originalFormat, type: .string, meaning: "the format as served (`png` for a PNG stored as JPEG)"),
+            Field(.originalBytes, type: .integer, meaning: "the size as served, in bytes"),
         ]
 
         /// The names no `--keep-cols` column may take (they are the schema's).
@@ -128,7 +136,7 @@ public struct ManifestRecord: Codable, Sendable, Hashable {
         title: String? = nil, creator: String? = nil, license: String? = nil, licenseURL: String? = nil,
         width: Int, height: Int, bytes: Int64, sha256: String, format: String, query: String? = nil, fetchedAt: Date,
         key: String? = nil, caption: String? = nil, label: String? = nil, originalWidth: Int? = nil, originalHeight: Int? = nil,
-        columns: [KeptColumn] = []
+        originalFormat: String? = nil, originalBytes: Int64? = nil, columns: [KeptColumn] = []
     ) {
         self.file = file
         self.url = url
@@ -149,8 +157,11 @@ public struct ManifestRecord: Codable, Sendable, Hashable {
         self.key = key
         self.caption = caption
         self.label = label
-        self.originalWidth = originalWidth
-        self.originalHeight = originalHeight
+        // Unless told otherwise, the file is the download itself.
+        self.originalWidth = originalWidth ?? width
+        self.originalHeight = originalHeight ?? height
+        self.originalFormat = originalFormat ?? format
+        self.originalBytes = originalBytes ?? bytes
         self.columns = columns
     }
 
@@ -180,8 +191,11 @@ public struct ManifestRecord: Codable, Sendable, Hashable {
         key = try container.decodeIfPresent(String.self, forKey: .key)
         caption = try container.decodeIfPresent(String.self, forKey: .caption)
         label = try container.decodeIfPresent(String.self, forKey: .label)
-        originalWidth = try container.decodeIfPresent(Int.self, forKey: .originalWidth)
-        originalHeight = try container.decodeIfPresent(Int.self, forKey: .originalHeight)
+        // Records written before 0.24 have no format or bytes as served, and no size unless the image was resized.
+        originalWidth = try container.decodeIfPresent(Int.self, forKey: .originalWidth) ?? width
+        originalHeight = try container.decodeIfPresent(Int.self, forKey: .originalHeight) ?? height
+        originalFormat = try container.decodeIfPresent(String.self, forKey: .originalFormat) ?? format
+        originalBytes = try container.decodeIfPresent(Int64.self, forKey: .originalBytes) ?? bytes
     }
 
     /// Encodes every field, unknown ones as `null` (the synthesized encoder would leave them out).
@@ -208,6 +222,8 @@ public struct ManifestRecord: Codable, Sendable, Hashable {
         try container.encode(label, forKey: .label)
         try container.encode(originalWidth, forKey: .originalWidth)
         try container.encode(originalHeight, forKey: .originalHeight)
+        try container.encode(originalFormat, forKey: .originalFormat)
+        try container.encode(originalBytes, forKey: .originalBytes)
     }
 
     /// A string as JSON text (`null` for `nil`).
@@ -230,8 +246,8 @@ public struct ManifestRecord: Codable, Sendable, Hashable {
             try string(creator), try string(license), try string(licenseURL), String(width), String(height),
             String(bytes), try string(sha256), try string(format), try string(query),
             "\"" + fetchedAt.formatted(Self.timestamp) + "\"",
-            try string(key), try string(caption), try string(label), originalWidth.map(String.init) ?? "null",
-            originalHeight.map(String.init) ?? "null",
+            try string(key), try string(caption), try string(label), String(originalWidth), String(originalHeight),
+            try string(originalFormat), String(originalBytes),
         ]
     }
 

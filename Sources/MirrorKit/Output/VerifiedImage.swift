@@ -26,6 +26,10 @@ public struct VerifiedImage: Sendable, Equatable {
     public var originalWidth: Int? = nil
     /// The height as downloaded, when the file was resized or re-encoded since; else `nil`.
     public var originalHeight: Int? = nil
+    /// The format as downloaded, when the file was re-encoded since; else `nil`.
+    public var originalFormat: ImageFormat? = nil
+    /// The size in bytes as downloaded, when the file was resized or re-encoded since; else `nil`.
+    public var originalBytes: Int64? = nil
     /// The SHA-256 of the bytes as downloaded, when the file was resized or re-encoded since; else `nil`.
     public var originalSHA256: String? = nil
 

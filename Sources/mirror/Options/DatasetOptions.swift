@@ -28,8 +28,11 @@ struct DatasetOptions: ParsableArguments {
     @Flag(help: "Resize only images larger than --size.")
     var resizeOnlyIfBigger = false
 
-    @Option(help: "The format written: keep (as downloaded), jpeg, png or webp.")
-    var encode = "keep"
+    @Option(help: ArgumentHelp(
+        "The format written: keep (as downloaded), jpeg, png or webp (default: jpeg for webdataset, keep for folder).",
+        discussion: "Images already in that format and not resized are stored as served."
+    ))
+    var encode: String?
 
     @Option(help: "JPEG and WebP quality, 1-100.")
     var quality = 95
@@ -48,7 +51,7 @@ struct DatasetOptions: ParsableArguments {
         guard ImageTransform.Fit(rawValue: resize) != nil else {
             throw ValidationError("--resize must be no, keep-ratio, center-crop or pad")
         }
-        guard ImageTransform.Encoding(rawValue: encode) != nil else { throw ValidationError("--encode must be keep, jpeg, png or webp") }
+        if let encode, ImageTransform.Encoding(rawValue: encode) == nil { throw ValidationError("--encode must be keep, jpeg, png or webp") }
         guard (1...100).contains(quality) else { throw ValidationError("--quality must be 1 to 100") }
         guard (1...65_535).contains(size) else { throw ValidationError("--size must be 1 to 65535") }
         if let maxAspectRatio, !(maxAspectRatio >= 1) { throw ValidationError("--max-aspect-ratio must be 1 or more") }
@@ -60,7 +63,7 @@ struct DatasetOptions: ParsableArguments {
         configuration.honoursRobots = !ignoreRobots
         let transform = ImageTransform(
             fit: ImageTransform.Fit(rawValue: resize) ?? .no, size: size, onlyIfBigger: resizeOnlyIfBigger,
-            encoding: ImageTransform.Encoding(rawValue: encode) ?? .keep, quality: quality
+            encoding: encode.flatMap(ImageTransform.Encoding.init) ?? ImageTransform.Encoding.default(for: configuration.format), quality: quality
         )
         configuration.transform = transform.isIdentity ? nil : transform
         if minImageSize != nil || maxAspectRatio != nil {

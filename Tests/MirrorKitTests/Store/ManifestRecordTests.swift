@@ -19,7 +19,7 @@ struct ManifestRecordTests {
     @Test func theSchemaListsTheCodingKeysInOrder() {
         #expect(ManifestRecord.Field.all.map(\.key) == ManifestRecord.CodingKeys.allCases.map(\.rawValue))
         // Exactly the optional properties may be null
-        #expect(ManifestRecord.Field.all.filter { $0.nullWhen != nil }.map(\.key) == ["page_url", "provider", "id", "title", "creator", "license", "license_url", "query", "key", "caption", "label", "original_width", "original_height"])
+        #expect(ManifestRecord.Field.all.filter { $0.nullWhen != nil }.map(\.key) == ["page_url", "provider", "id", "title", "creator", "license", "license_url", "query", "key", "caption", "label"])
     }
 
     @Test func aLineHoldsEveryKeyInOrderAndNullForTheUnknown() throws {
@@ -42,7 +42,7 @@ struct ManifestRecordTests {
         }
         let unknownLine = String(decoding: try unknown.jsonLine(), as: UTF8.self)
         #expect(unknownLine.contains(#""provider":null,"id":null,"title":null,"creator":null,"license":null,"license_url":null"#))
-        #expect(unknownLine.contains(#""query":null,"fetched_at":"1970-01-01T00:00:00Z","key":null,"caption":null,"label":null,"original_width":null,"original_height":null}"#))
+        #expect(unknownLine.contains(#""query":null,"fetched_at":"1970-01-01T00:00:00Z","key":null,"caption":null,"label":null,"original_width":1,"original_height":2,"original_format":"png","original_bytes":3}"#))
         // Strings are escaped by JSONEncoder, slashes left alone
         let knownLine = String(decoding: try known.jsonLine(), as: UTF8.self)
         #expect(knownLine.contains(#""title":"A \"quoted\" <title>\n""#))
@@ -73,7 +73,7 @@ struct ManifestRecordTests {
         let line = String(decoding: try record.jsonLine(), as: UTF8.self)
 
         // Then the columns come last, as written, and the line is one JSON object with every field
-        #expect(line.hasSuffix(#""original_height":null,"w":640,"source":"web"}"# + "\n"))
+        #expect(line.hasSuffix(#""original_bytes":3,"w":640,"source":"web"}"# + "\n"))
         let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
         #expect(object["caption"] as? String == "a \"cat\"")
         #expect(object["key"] as? String == "000000042")

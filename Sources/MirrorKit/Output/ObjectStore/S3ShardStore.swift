@@ -11,10 +11,13 @@ public final class S3ShardStore: Sendable {
     public let client: S3Client
     /// Shard numbers whose stats object exists.
     public let completeShards: Set<Int>
+    /// Whether `sizes.json` was there when the store was opened.
+    let hasSizesFile: Bool
 
-    private init(client: S3Client, completeShards: Set<Int>) {
+    private init(client: S3Client, completeShards: Set<Int>, hasSizesFile: Bool) {
         self.client = client
         self.completeShards = completeShards
+        self.hasSizesFile = hasSizesFile
     }
 
     /// Opens the destination for the shard numbers `owns` accepts (this copy's).
@@ -33,7 +36,23 @@ public final class S3ShardStore: Sendable {
             guard let (number, kind) = ShardFileName.parse(name), kind != .stats, owns(number), !complete.contains(number) else { continue }
             try await client.delete(key: location.key(name))
         }
-        return S3ShardStore(client: client, completeShards: complete)
+        return S3ShardStore(client: client, completeShards: complete, hasSizesFile: names.contains(ShardSink.sizesFileName))
+    }
+
+    /// The samples of every complete shard under the prefix (any copy's): `known` as given, the others from their
+    /// stats objects. Blocks the calling thread (the shard writer's).
+    func sampleCounts(known: [Int: Int]) throws(ObjectStoreError) -> [Int: Int] {
+        let client = self.client
+        let counts = Locked(known)
+        try Self.blocking { () async throws(ObjectStoreError) in
+            let location = client.location
+            let names = try await client.listObjects(prefix: location.prefix).compactMap { location.name(ofKey: $0.key) }
+            for number in ShardFileName.completeShards(among: names) where counts.withLock({ $0[number] == nil }) {
+                let data = try await client.get(key: location.key(ShardFileName.name(of: number, .stats)))
+                if let saved = ShardStats.saved(in: data) { counts.withLock { $0[number] = saved } }
+            }
+        }
+        return counts.withLock { $0 }
     }
 
     /// Uploads shard files, in order, each under its own name; blocks the calling thread (the shard writer's).

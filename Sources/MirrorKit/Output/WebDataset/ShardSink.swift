@@ -8,7 +8,9 @@ import MirrorTransport
 /// `KEY.json` (the record) and `KEY.txt` (the caption, when there is one) for each saved row; `NNNNN.jsonl` one line
 /// per row, failures included with their `status` and `error`; `NNNNN_stats.json` the counts. Each file appears whole
 /// (temporary name, fsync, link); the stats file comes last and is what marks the shard complete: a rerun skips a
-/// complete shard's rows without reading its files, and removes what a killed run left of an incomplete one.
+/// complete shard's rows without reading its files, and removes what a killed run left of an incomplete one. At the
+/// end of a run that wrote a shard, `sizes.json` (`{"00000.tar": samples, …}`, what open_clip and other trainers read
+/// to size a dataset) is written anew, whole, from every complete shard's stats, other copies' included.
 ///
 /// Until its shard is written a saved image waits in its temporary file in the output folder, so a run holds at most
 /// the open shards' images on disk (rows are taken in order, so one or two shards are open at a time).
@@ -63,6 +65,8 @@ public final class ShardSink: ImageSink {
         var published = 0
         var highestPosition = -1
         var written = 0
+        /// The samples of each shard this run wrote, by shard number (for `sizes.json`).
+        var sizes: [Int: Int] = [:]
         var failure: (any Error & Sendable)?
     }
 
@@ -180,7 +184,47 @@ public final class ShardSink: ImageSink {
         for shard in open.values {
             for case let .saved(image, _) in shard.rows.values { AtomicFile.remove(image.temporaryFile) }
         }
+        writer.submit { [self] in
+            let (written, known, failed) = state.withLock { ($0.written, $0.sizes, $0.failure != nil) }
+            guard !failed, written > 0 || !hasSizesFile else { return }
+            do {
+                try writeSizes(known: known)
+            } catch {
+                state.withLock { $0.failure = $0.failure ?? error }
+            }
+        }
         await writer.drain()
+    }
+
+    /// The name of the file that lists each shard's samples.
+    public static let sizesFileName = "sizes.json"
+
+    private var hasSizesFile: Bool {
+        if let store = configuration.store { return store.hasSizesFile }
+        return FileManager.default.fileExists(atPath: configuration.directory.appendingPathComponent(Self.sizesFileName).path)
+    }
+
+    /// Writes `sizes.json` from every complete shard's stats: those this run wrote (`known`), the others read back.
+    private func writeSizes(known: [Int: Int]) throws {
+        var sizes = known
+        if let store = configuration.store {
+            sizes = try store.sampleCounts(known: known)
+        } else {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: configuration.directory.path)) ?? []
+            for number in ShardFileName.completeShards(among: names) where sizes[number] == nil {
+                let stats = configuration.directory.appendingPathComponent(ShardFileName.name(of: number, .stats))
+                if let saved = (try? Data(contentsOf: stats)).flatMap(ShardStats.saved(in:)) { sizes[number] = saved }
+            }
+        }
+        let object = Dictionary(uniqueKeysWithValues: sizes.map { (ShardFileName.name(of: $0.key, .tar), $0.value) })
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
+        let directory = configuration.store == nil ? configuration.directory : hidden
+        let file = directory.appendingPathComponent(Self.sizesFileName)
+        try AtomicFile.replaceFile(data + Data("\n".utf8), at: file)  // copies finishing together each write it whole
+        if let store = configuration.store {
+            try store.deliver([file])
+            AtomicFile.remove(file)
+        }
     }
 
     /// The first error that stopped a shard from being written or uploaded (``FileError``, ``ObjectStoreError``), or `nil`.
@@ -204,9 +248,14 @@ public final class ShardSink: ImageSink {
         writer.submit { [self] in
             do {
                 try write(index: index, shard: shard)
+                let saved = shard.rows.values.reduce(0) { count, row in
+                    if case .saved = row { return count + 1 }
+                    return count
+                }
                 state.withLock {
                     $0.complete.insert(index)
                     $0.written += 1
+                    $0.sizes[configuration.number(ofShard: index)] = saved
                 }
             } catch {
                 for case let .saved(image, _) in shard.rows.values { AtomicFile.remove(image.temporaryFile) }
@@ -219,7 +268,7 @@ public final class ShardSink: ImageSink {
     private func write(index: Int, shard: OpenShard) throws {
         let directory = configuration.store == nil ? configuration.directory : hidden
         let number = configuration.number(ofShard: index)
-        let name = zeroPadded(number, width: 5)  // 00000, 00001, … (wider past 99,999)
+        let name = zeroPadded(number, width: 5)  // 00000, 00001, … (wider past 99,999), as ShardFileName.name(of:_:)
         let sync = configuration.isSyncEnabled && configuration.store == nil
         var stats = ShardStats(shard: number)
         stats.copy = configuration.shard
@@ -341,6 +390,16 @@ public enum ShardFileName {
         return (number, kind)
     }
 
+    /// The file name of shard `number`'s file of `kind` (`00042.tar`; wider past 99,999).
+    public static func name(of number: Int, _ kind: Kind) -> String {
+        let stem = zeroPadded(number, width: 5)
+        switch kind {
+        case .tar: return stem + ".tar"
+        case .records: return stem + ".jsonl"
+        case .stats: return stem + "_stats.json"
+        }
+    }
+
     /// The numbers of the shards whose stats file is among `names`.
     public static func completeShards(among names: some Sequence<String>) -> Set<Int> {
         var complete = Set<Int>()
@@ -372,6 +431,12 @@ struct ShardStats {
 
     init(shard: Int) {
         self.shard = shard
+    }
+
+    /// The `saved` count of a stats file's contents, or `nil` when it is not a shard's stats.
+    static func saved(in data: Data) -> Int? {
+        guard let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else { return nil }
+        return (object["saved"] as? NSNumber)?.intValue
     }
 
     mutating func count(_ outcome: SettledOutcome) {
