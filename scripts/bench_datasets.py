@@ -1,11 +1,29 @@
 """The dataset benchmark of issue 15: `mirror urls TABLE --format webdataset` against img2dataset on the same
-5,000-row CSV served by nginx on loopback, without and with resize (256 px, center crop, JPEG 95).
+5,000-row CSV served by nginx on loopback.
 
-Run by `scripts/bench-datasets`, which installs what is missing and builds mirror (release). Each cell runs every
-tool REPS times, interleaved, with the same connection count (16); reported are medians of images/s, CPU ms per image
-(user + sys of the whole process tree) and peak RSS, and each run's shards are checked: every sample of the table
-present (read with Python's tarfile), resized to 256×256 where asked. Appends its table to BENCHMARKS.md's
-"Datasets" section (replacing an earlier one).
+Run by `scripts/bench-datasets`, which installs what is missing and builds mirror (release). Two cells, each running
+its rows REPS times, interleaved, the order rotated every repetition, all with the same connection count (16):
+
+- bytes as served: mirror `--encode keep` and img2dataset `--resize_mode no --disable_all_reencoding True`, and
+  mirror with its defaults (no --encode, no --resize: served JPEGs stored as they are, the other formats converted
+  to JPEG, so every sample is a .jpg; img2dataset's own default resizes, so it has no counterpart here);
+- resize: mirror `--resize center-crop --size 256 --encode jpeg --quality 95` and img2dataset
+  `--resize_mode center_crop --image_size 256 --encode_format jpg --encode_quality 95`.
+
+Then mirror alone, with the same resize, once per served format (the corpus split by extension into one table per
+format: jpg, png, webp, gif) per repetition, for its CPU per image by format. `--formats-only` runs just that part.
+
+Reported are medians of images/s, CPU ms per image (user + sys of the whole process tree / rows) and peak RSS,
+mirror/img2dataset ratios (of the medians, and paired: the median of the per-repetition ratios), and the per-format
+table. Every run's shards are checked (read with Python's tarfile): every row of its table present as a sample;
+bytes identical to the served files where kept; 256×256 where resized; every image a JPEG named .jpg with mirror's
+defaults and wherever JPEG is asked for. A failed check or exit code makes the script exit 1 and leave
+BENCHMARKS.md alone.
+
+The report goes into BENCHMARKS.md's section "## Datasets: mirror vs img2dataset", between the markers
+`<!-- bench-datasets:start -->` and `<!-- bench-datasets:end -->`, so hand-written text around them survives; the
+per-format table has its own inner markers, which `--formats-only` replaces alone. Without the markers the whole
+section is replaced (and the markers written for the next time).
 """
 import argparse
 import csv
@@ -20,123 +38,359 @@ import tarfile
 sys.path.insert(0, os.path.dirname(__file__))
 import bench  # noqa: E402  (the corpus, nginx and the measuring are shared with scripts/bench)
 
-parser = argparse.ArgumentParser()
+HEADING = "## Datasets: mirror vs img2dataset"
+START, END = "<!-- bench-datasets:start -->", "<!-- bench-datasets:end -->"
+FORMATS_START, FORMATS_END = "<!-- bench-datasets:formats:start -->", "<!-- bench-datasets:formats:end -->"
+FORMATS = ["jpg", "png", "webp", "gif"]
+FORMAT_NAMES = {"jpg": "JPEG", "png": "PNG", "webp": "WebP", "gif": "GIF"}
+METADATA = ("json", "txt")  # every other member of a shard is a sample's image
+RESIZE_LABEL = "resize 256 center crop, JPEG 95"
+
+# The rows of the main table: label, tool, variant; a cell's rows run interleaved.
+ROWS = {
+    "mirror-keep": ("mirror, bytes as served", "mirror", "keep"),
+    "img2dataset-keep": ("img2dataset, bytes as served", "img2dataset", "keep"),
+    "mirror-defaults": ("mirror, defaults", "mirror", "defaults"),
+    "mirror-resize": (f"mirror, {RESIZE_LABEL}", "mirror", "resize"),
+    "img2dataset-resize": (f"img2dataset, {RESIZE_LABEL}", "img2dataset", "resize"),
+}
+CELLS = [["mirror-keep", "img2dataset-keep", "mirror-defaults"], ["mirror-resize", "img2dataset-resize"]]
+PAIRS = [("bytes as served", "mirror-keep", "img2dataset-keep"), (RESIZE_LABEL, "mirror-resize", "img2dataset-resize")]
+
+parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 parser.add_argument("--root", required=True)
 parser.add_argument("--build-dir", required=True)
 parser.add_argument("--rows", type=int, default=5000)
 parser.add_argument("--reps", type=int, default=3)
 parser.add_argument("--concurrency", type=int, default=16)
-parser.add_argument("--no-report", action="store_true", help="print the table; leave BENCHMARKS.md alone")
+parser.add_argument("--formats-only", action="store_true",
+                    help="run only mirror's per-format resize runs; replace only the per-format table in the report")
+parser.add_argument("--no-report", action="store_true", help="print the tables; leave BENCHMARKS.md alone")
 args = parser.parse_args()
 
+command_line = f"scripts/bench-datasets --rows {args.rows} --reps {args.reps}"
+if args.concurrency != 16:
+    command_line += f" --concurrency {args.concurrency}"
+if args.formats_only:
+    command_line += " --formats-only"
+report_path = os.path.join(args.root, "BENCHMARKS.md")
+
+
+def section_bounds(text):
+    """(start, end) of the Datasets section in `text` (end: the next "## " heading or the end), or None."""
+    if HEADING not in text:
+        return None
+    start = text.index(HEADING)
+    rest = text.find("\n## ", start + len(HEADING))
+    return start, (rest + 1 if rest != -1 else len(text))
+
+
+def marked(text, bounds, opening, closing):
+    """(start of `opening`, end of `closing`) inside `bounds`, in that order, or None."""
+    if bounds is None:
+        return None
+    section = text[bounds[0]:bounds[1]]
+    a = section.find(opening)
+    b = section.find(closing, a + len(opening)) if a != -1 else -1
+    if a == -1 or b == -1:
+        return None
+    return bounds[0] + a, bounds[0] + b + len(closing)
+
+
+def splice(text, generated, formats_block):
+    """BENCHMARKS.md with this run's part in place: `generated` (a full run, markers included) between the outer
+    markers, or (with --formats-only) `formats_block` between the inner ones."""
+    bounds = section_bounds(text)
+    if formats_block is not None:
+        outer = marked(text, bounds, START, END)
+        inner = marked(text, bounds, FORMATS_START, FORMATS_END)
+        if inner:
+            return text[:inner[0]] + formats_block + text[inner[1]:]
+        at = outer[1] - len(END)  # no per-format table yet: it goes last inside the generated part
+        return text[:at] + formats_block + "\n\n" + text[at:]
+    outer = marked(text, bounds, START, END)
+    if outer:
+        return text[:outer[0]] + generated + text[outer[1]:]
+    section = HEADING + "\n\n" + generated + "\n"
+    if bounds:  # no markers: the whole section goes, as before the markers existed
+        after = text[bounds[1]:]
+        return text[:bounds[0]] + section + ("\n" + after if after else "")
+    return text.rstrip("\n") + "\n\n" + section
+
+
+if not args.no_report:  # say now, not after the runs, what the report will do
+    text = open(report_path, encoding="utf-8").read() if os.path.exists(report_path) else ""
+    bounds = section_bounds(text)
+    if args.formats_only and not marked(text, bounds, START, END):
+        raise SystemExit(f"bench-datasets: --formats-only replaces only the per-format table between the markers of a "
+                         f"full run, and {report_path} has none in \"{HEADING}\"; run it in full once, or add "
+                         "--no-report")
+    if bounds and not marked(text, bounds, START, END):
+        lines_lost = text[bounds[0]:bounds[1]].count("\n")
+        bench.log(f"bench-datasets: warning: \"{HEADING}\" in BENCHMARKS.md has no {START} … {END} markers: the whole "
+                  f"section ({lines_lost} lines, hand-written notes included) will be replaced; put the markers "
+                  "around its generated part to keep the rest")
+
 mirror = os.path.join(args.root, ".build-release", "release", "mirror")
+if not os.path.exists(mirror):
+    raise SystemExit(f"bench-datasets: {mirror} is missing (swift build -c release --scratch-path .build-release "
+                     "--product mirror)")
 venv_bin = os.path.join(args.build_dir, "venv", "bin")
 www = os.path.join(args.build_dir, "www")
 corpus_dir = os.path.join(www, f"corpus-v{bench.CORPUS_VERSION}-{args.rows}")
 index = bench.generate_corpus(corpus_dir, args.rows)
-names = [name for name, _, _ in index["files"]]
+files = index["files"]
+served_digests = {digest for _, _, digest in files}
 scratch = os.path.join(args.build_dir, "scratch-datasets")
 logs = os.path.join(args.build_dir, "logs-datasets")
 shutil.rmtree(scratch, ignore_errors=True)
 os.makedirs(scratch)
 os.makedirs(logs, exist_ok=True)
+
+
+def megapixels(name):
+    from PIL import Image
+    with Image.open(os.path.join(corpus_dir, name)) as image:
+        return image.size[0] * image.size[1] / 1e6
+
+
+def extension(name):
+    return name.rsplit(".", 1)[-1].lower()
+
+
 nginx = bench.Nginx(www, os.path.join(args.build_dir, "state"))
 base = f"http://127.0.0.1:{nginx.port}/{os.path.basename(corpus_dir)}"
-table = os.path.join(scratch, "table.csv")
-with open(table, "w", newline="") as handle:
-    writer = csv.writer(handle)
-    writer.writerow(["url", "caption"])
-    for number, name in enumerate(names):
-        writer.writerow([f"{base}/{name}", f"image {number}, a benchmark photo"])
+
+
+def write_table(path, chosen):
+    """A CSV of `chosen` corpus files; returns what the checks expect of it."""
+    with open(path, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["url", "caption"])
+        for name, _, _ in chosen:
+            writer.writerow([f"{base}/{name}", f"image {name[1:].split('.')[0]}, a benchmark photo"])
+    return {"path": path, "rows": len(chosen), "jpg_rows": sum(extension(name) == "jpg" for name, _, _ in chosen)}
+
+
+tables = {"all": write_table(os.path.join(scratch, "table.csv"), files)}
+for fmt in FORMATS:
+    chosen = [f for f in files if extension(f[0]) == fmt]
+    if chosen:
+        tables[fmt] = write_table(os.path.join(scratch, f"table-{fmt}.csv"), chosen)
+        tables[fmt].update(bytes=sum(size for _, size, _ in chosen),
+                           median_kb=statistics.median(size for _, size, _ in chosen) / 1e3,
+                           median_mp=statistics.median(megapixels(name) for name, _, _ in chosen),
+                           total_mp=sum(megapixels(name) for name, _, _ in chosen))
+formats = [fmt for fmt in FORMATS if fmt in tables]
 env = dict(os.environ, XDG_CACHE_HOME=os.path.join(scratch, "xdg"), NO_ALBUMENTATIONS_UPDATE="1", no_proxy="127.0.0.1")
+for variable in ("http_proxy", "HTTP_PROXY"):
+    env.pop(variable, None)
 c = str(args.concurrency)
 
 
-def command(tool, resize, out):
+def command(tool, variant, table, out):
     if tool == "mirror":
         argv = [mirror, "urls", table, "--out", out, "--format", "webdataset", "--shard-size", "1000",
                 "--concurrency", c, "--per-host", c, "--no-cache", "--quiet"]
-        if resize:
+        if variant == "keep":
+            argv += ["--encode", "keep"]
+        elif variant == "resize":
             argv += ["--resize", "center-crop", "--size", "256", "--encode", "jpeg", "--quality", "95"]
-        return argv
+        return argv  # "defaults": neither --encode nor --resize
     argv = [os.path.join(venv_bin, "img2dataset"), "--url_list", table, "--input_format", "csv", "--url_col", "url",
             "--caption_col", "caption", "--output_folder", out, "--output_format", "webdataset",
             "--number_sample_per_shard", "1000", "--processes_count", "1", "--thread_count", c, "--timeout", "30",
             "--retries", "0", "--enable_wandb", "False"]
-    if resize:
+    if variant == "resize":
         argv += ["--resize_mode", "center_crop", "--image_size", "256", "--encode_format", "jpg", "--encode_quality", "95"]
     else:
         argv += ["--resize_mode", "no", "--disable_all_reencoding", "True"]
     return argv
 
 
-def check(out, resize):
-    """Samples with an image in the run's tar shards, and whether every one is 256×256 when resized."""
+def inspect(out, resized):
+    """What the run's tar shards hold: samples (image members), those named .jpg with JPEG bytes, those whose bytes
+    are a served file's, and (when resized) those that are 256×256; plus the image extensions seen."""
     from PIL import Image
-    samples, square = 0, True
-    for name in sorted(os.listdir(out)):
+    seen = {"samples": 0, "jpeg": 0, "as_served": 0, "square": 0, "extensions": {}}
+    for name in sorted(os.listdir(out)) if os.path.isdir(out) else []:
         if not name.endswith(".tar"):
             continue
         with tarfile.open(os.path.join(out, name)) as tar:
-            for member in tar.getmembers():
-                extension = member.name.rsplit(".", 1)[-1]
-                if extension in ("jpg", "png", "webp", "gif", "bmp", "tif", "avif", "heic", "heif"):
-                    samples += 1
-                    if resize:
-                        square &= Image.open(io.BytesIO(tar.extractfile(member).read())).size == (256, 256)
-    return samples, square
+            for member in tar:
+                if not member.isfile() or extension(member.name) in METADATA:
+                    continue
+                data = tar.extractfile(member).read()
+                ext = member.name.rsplit(".", 1)[-1] if "." in member.name else ""
+                seen["samples"] += 1
+                seen["extensions"][ext] = seen["extensions"].get(ext, 0) + 1
+                seen["jpeg"] += ext == "jpg" and data[:3] == b"\xff\xd8\xff"
+                seen["as_served"] += bench.digest_bytes(data) in served_digests
+                if resized:
+                    try:
+                        seen["square"] += Image.open(io.BytesIO(data)).size == (256, 256)
+                    except Exception:  # noqa: BLE001  (not an image: counted as not square)
+                        pass
+    return seen
+
+
+def problems_of(variant, table, seen, exit_code):
+    """What in a run's output contradicts what it was asked for (empty when nothing)."""
+    n = table["rows"]
+    out = []
+    if exit_code != 0:
+        out.append(f"exit {exit_code}")
+    if seen["samples"] != n:
+        out.append(f"{seen['samples']} samples for {n} rows")
+    if variant == "keep" and seen["as_served"] != seen["samples"]:
+        out.append(f"{seen['samples'] - seen['as_served']} not byte for byte as served")
+    if variant == "defaults":
+        if seen["as_served"] != table["jpg_rows"]:
+            out.append(f"{seen['as_served']} samples as served, not the {table['jpg_rows']} served JPEGs")
+    if variant in ("defaults", "resize") and seen["jpeg"] != seen["samples"]:
+        others = ", ".join(f"{count} .{ext}" for ext, count in sorted(seen["extensions"].items()) if ext != "jpg")
+        out.append(f"{seen['samples'] - seen['jpeg']} not a JPEG named .jpg ({others or 'JPEG bytes missing'})")
+    if variant == "resize" and seen["square"] != seen["samples"]:
+        out.append(f"{seen['samples'] - seen['square']} not 256×256")
+    return out
+
+
+def run(key, tool, variant, table, rep, cell):
+    out = os.path.join(scratch, "out", f"{key}-r{rep}")
+    shutil.rmtree(out, ignore_errors=True)
+    stem = os.path.join(logs, f"{key}-r{rep}")
+    result = bench.measure(command(tool, variant, table["path"], out), env, stem + ".out", stem + ".err", timeout=900)
+    seen = inspect(out, variant == "resize")
+    problems = problems_of(variant, table, seen, result["exit"])
+    n = table["rows"]
+    record = {"key": key, "tool": tool, "variant": variant, "cell": cell, "rep": rep, "rows": n, **seen, **result,
+              "problems": problems, "images_per_s": n / result["wall"],
+              "cpu_ms": (result["user"] + result["sys"]) / n * 1000,
+              "rss": max(result["rss_max_process"], result["rss_tree_sampled"])}
+    bench.log(f"bench-datasets: {key} rep {rep}: {seen['samples']}/{n} samples, {record['images_per_s']:.0f} img/s, "
+              f"{record['cpu_ms']:.2f} ms CPU/img, {record['rss'] / 1e6:.0f} MB, exit {result['exit']}"
+              + (f" — FAILED: {'; '.join(problems)} (output kept in {out})" if problems else ""))
+    if not problems:
+        shutil.rmtree(out, ignore_errors=True)  # 600 MB a run at 5,000 rows
+    return record
 
 
 records = []
-for resize in (False, True):
+try:
+    if not args.formats_only:
+        for cell, keys in enumerate(CELLS):
+            for rep in range(args.reps):
+                shift = rep % len(keys)
+                for key in keys[shift:] + keys[:shift]:
+                    _, tool, variant = ROWS[key]
+                    records.append(run(key, tool, variant, tables["all"], rep, cell))
     for rep in range(args.reps):
-        order = ["mirror", "img2dataset"] if rep % 2 == 0 else ["img2dataset", "mirror"]
-        for tool in order:
-            out = os.path.join(scratch, "out", tool)
-            shutil.rmtree(out, ignore_errors=True)
-            stem = os.path.join(logs, f"{tool}-{'resize' if resize else 'plain'}-r{rep}")
-            result = bench.measure(command(tool, resize, out), env, stem + ".out", stem + ".err", timeout=900)
-            samples, square = check(out, resize)
-            n = len(names)
-            record = {"tool": tool, "resize": resize, "rep": rep, "samples": samples, "square": square, **result,
-                      "images_per_s": n / result["wall"], "cpu_ms": (result["user"] + result["sys"]) / n * 1000,
-                      "rss": max(result["rss_max_process"], result["rss_tree_sampled"])}
-            records.append(record)
-            bench.log(f"bench-datasets: {tool} {'resize' if resize else 'plain'} rep {rep}: {samples}/{n} samples, "
-                      f"{record['images_per_s']:.0f} img/s, {record['cpu_ms']:.2f} ms CPU/img, "
-                      f"{record['rss'] / 1e6:.0f} MB, exit {result['exit']}")
-nginx.stop()
-with open(os.path.join(args.build_dir, "results-datasets.json"), "w") as handle:
-    json.dump(records, handle, indent=1)
+        shift = rep % len(formats)
+        for fmt in formats[shift:] + formats[:shift]:
+            records.append(run(f"mirror-resize-{fmt}", "mirror", "resize", tables[fmt], rep, "formats"))
+finally:
+    nginx.stop()
+results_name = "results-datasets-formats.json" if args.formats_only else "results-datasets.json"
+with open(os.path.join(args.build_dir, results_name), "w") as handle:
+    json.dump({"command": command_line, "records": records}, handle, indent=1)
 
-lines = [
-    f"{args.rows:,}-row CSV (url, caption) of the benchmark corpus "
-    f"({sum(size for _, size, _ in index['files']) / 1e6:.0f} MB of JPEG/PNG/WebP/GIF), served by nginx on loopback, "
-    f"{args.concurrency} connections each, WebDataset shards of 1,000; medians of {args.reps} interleaved runs "
-    "(`scripts/bench-datasets`). CPU is user + sys of the whole process tree per image; RSS the peak of the tree.",
+
+def median(values):
+    return statistics.median(list(values))
+
+
+def of(key):
+    return [r for r in records if r["key"] == key]
+
+
+def samples_cell(cell, rows, variant):
+    """The "samples in the shards" column: the smallest count, and what every run's check confirmed."""
+    samples = min(r["samples"] for r in cell)
+    failed = sorted({p for r in cell for p in r["problems"]})
+    if failed:
+        return f"{samples:,} of {rows:,} — FAILED: {'; '.join(failed)}"
+    confirmed = {"keep": "bytes as served", "defaults": "all .jpg", "resize": "all 256×256 .jpg"}[variant]
+    return f"{samples:,} of {rows:,} ({confirmed})"
+
+
+def ratio_text(mirror_runs, other_runs, field):
+    """"2.51× (paired 2.45×, 2.10–2.80)": the ratio of the medians and the median of the per-repetition ratios."""
+    of_medians = median(r[field] for r in mirror_runs) / median(r[field] for r in other_runs)
+    by_rep = {r["rep"]: r for r in other_runs}
+    paired = [r[field] / by_rep[r["rep"]][field] for r in mirror_runs if r["rep"] in by_rep]
+    spread = f", {min(paired):.2f}–{max(paired):.2f}" if len(paired) > 1 else ""
+    return f"{of_medians:.2f}× (paired per repetition {median(paired):.2f}×{spread})"
+
+
+runs = f"medians of {args.reps} runs" if args.reps > 1 else "one run"
+mix = ", ".join(f"{FORMAT_NAMES[fmt]} {tables[fmt]['rows'] / args.rows:.0%}" for fmt in formats)
+main_lines = []
+if not args.formats_only:
+    main_lines = [
+        f"{args.rows:,}-row CSV (url, caption) of the benchmark corpus "
+        f"({sum(size for _, size, _ in files) / 1e6:.0f} MB: {mix}), served by nginx on loopback, "
+        f"{args.concurrency} connections each, WebDataset shards of 1,000; {runs}, interleaved "
+        "within each group of rows (bytes as served and defaults; resize), the order rotated every repetition. "
+        "CPU is user + sys of the whole process tree per image; RSS the peak of the tree. *Bytes as served*: mirror "
+        "`--encode keep`, img2dataset `--resize_mode no --disable_all_reencoding True`. *Defaults*: mirror with no "
+        "`--encode` or `--resize` (served JPEGs stored as they are, other formats converted to JPEG; img2dataset's "
+        "default resizes, so it has no row here). *Resize*: mirror `--resize center-crop --size 256 --encode jpeg "
+        "--quality 95`, img2dataset `--resize_mode center_crop --image_size 256 --encode_format jpg "
+        "--encode_quality 95`. The last column says what was checked in every run's shards.",
+        "",
+        "| | images/s | CPU ms / image | peak RSS | samples in the shards |",
+        "| --- | ---: | ---: | ---: | --- |",
+    ]
+    for keys in CELLS:
+        for key in keys:
+            label, _, variant = ROWS[key]
+            cell = of(key)
+            main_lines.append(
+                f"| {label} | {median(r['images_per_s'] for r in cell):,.0f} | {median(r['cpu_ms'] for r in cell):.2f} "
+                f"| {median(r['rss'] for r in cell) / 1e6:.0f} MB | {samples_cell(cell, args.rows, variant)} |")
+    main_lines += ["", "mirror / img2dataset (ratio of the medians; paired: the median of the ratios within each "
+                       "repetition, and their range):", ""]
+    for label, mirror_key, other_key in PAIRS:
+        main_lines.append(f"- {label}: images/s {ratio_text(of(mirror_key), of(other_key), 'images_per_s')}; "
+                          f"CPU per image {ratio_text(of(mirror_key), of(other_key), 'cpu_ms')}.")
+
+format_lines = [
+    f"### mirror by served format ({RESIZE_LABEL})",
     "",
-    "| | images/s | CPU ms / image | peak RSS | samples in the shards |",
-    "| --- | ---: | ---: | ---: | ---: |",
+    f"The same corpus split by extension into one table per format, mirror alone with `--resize center-crop --size 256 "
+    f"--encode jpeg --quality 95`, {args.concurrency} connections, once per format per repetition (the order rotated); "
+    f"{runs}. CPU is user + sys per image; per megapixel, over the served images' pixels.",
+    "",
+    "| served format | images | median size | median megapixels | images/s | CPU ms / image | CPU ms / megapixel "
+    "| peak RSS | samples in the shards |",
+    "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
 ]
-for resize in (False, True):
-    for tool in ("mirror", "img2dataset"):
-        cell = [r for r in records if r["tool"] == tool and r["resize"] == resize]
-        label = f"{tool}, {'resize 256 center crop, JPEG 95' if resize else 'bytes as served'}"
-        samples = min(r["samples"] for r in cell)
-        lines.append(
-            f"| {label} | {statistics.median(r['images_per_s'] for r in cell):,.0f} "
-            f"| {statistics.median(r['cpu_ms'] for r in cell):.2f} | {statistics.median(r['rss'] for r in cell) / 1e6:.0f} MB "
-            f"| {samples:,} of {args.rows:,}{' (all 256×256)' if resize and all(r['square'] for r in cell) else ''} |"
-        )
-report = "\n".join(lines) + "\n"
-print(report)
+for fmt in formats:
+    cell, table = of(f"mirror-resize-{fmt}"), tables[fmt]
+    cpu_ms = median(r["cpu_ms"] for r in cell)
+    format_lines.append(
+        f"| {FORMAT_NAMES[fmt]} | {table['rows']:,} | {table['median_kb']:.0f} KB | {table['median_mp']:.2f} "
+        f"| {median(r['images_per_s'] for r in cell):,.0f} | {cpu_ms:.2f} "
+        f"| {cpu_ms * table['rows'] / table['total_mp']:.2f} | {median(r['rss'] for r in cell) / 1e6:.0f} MB "
+        f"| {samples_cell(cell, table['rows'], 'resize')} |")
+if args.formats_only:
+    format_lines += ["", f"Measured separately: `{command_line}`."]
+
+command_lines = ["", f"Command: `{command_line}`."]
+print("\n".join(main_lines + ([""] if main_lines else []) + format_lines + ([] if args.formats_only else command_lines)))
+failures = [r for r in records if r["problems"]]
+if failures:
+    bench.log(f"bench-datasets: {len(failures)} run(s) failed their checks: "
+              + "; ".join(f"{r['key']} rep {r['rep']}: {', '.join(r['problems'])}" for r in failures)
+              + ("" if args.no_report else "; BENCHMARKS.md left alone"))
+    sys.exit(1)
 if not args.no_report:
-    path = os.path.join(args.root, "BENCHMARKS.md")
-    text = open(path, encoding="utf-8").read()
-    heading = "## Datasets: mirror vs img2dataset"
-    if heading in text:
-        start = text.index(heading)
-        rest = text.find("\n## ", start + len(heading))
-        text = text[:start] + text[rest + 1:] if rest != -1 else text[:start]
-    text = text.rstrip("\n") + "\n\n" + heading + "\n\n" + report
-    open(path, "w", encoding="utf-8").write(text)
+    # Blank lines around the markers, so that no table or paragraph runs into an HTML comment.
+    formats_block = "\n".join([FORMATS_START, "", *format_lines, "", FORMATS_END])
+    generated = "\n".join([START, "", *main_lines, *([""] if main_lines else []), formats_block, *command_lines, "",
+                           END])
+    text = open(report_path, encoding="utf-8").read() if os.path.exists(report_path) else ""
+    text = splice(text, generated, formats_block if args.formats_only else None)
+    with open(report_path, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    bench.log(f"bench-datasets: wrote {report_path}")

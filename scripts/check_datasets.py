@@ -1,42 +1,127 @@
 """Judges mirror's dataset outputs by their real readers: the `webdataset` package and Hugging Face `datasets`.
 
 Run by scripts/check-datasets (which makes the virtualenv and builds mirror). Everything is local: the images are
-served by Python's http.server on loopback, the search by mirror-emulator. Exits non-zero on the first failed check.
+served by Python's http.server on loopback, the search by mirror-emulator.
+
+The served corpus is mixed the way real hosts serve it, every file distinct (seeded noise) and of its own size
+(40–300 px a side, some square, some smaller and some larger than the 64 px resize target): half JPEG (RGB, a few
+grayscale), then PNG (RGB, RGBA with a transparent quarter, a palette PNG with a transparent index), WebP (lossy,
+some with alpha), GIF (animated, each frame its own colour, and still); a few non-JPEGs are served under a `.jpg`
+name, as CDNs do. Bad rows (`not a url`) and missing ones (404) are mixed in, so every `mirror urls` run exits 3.
+
+What it proves:
+- WebDataset shards with no --encode are one extension throughout (`KEY.jpg`), so `datasets.load_dataset("webdataset")`
+  loads them: JPEGs are stored byte for byte as served, the rest converted (alpha onto white, an animation's first
+  frame), each at its served size; `webdataset.WebDataset` reads the same samples. With `--resize center-crop --size
+  64` every image is 64×64 (small ones upscaled) and both readers load them.
+- Each sample's record carries `format` and the served `original_format`, `original_width`, `original_height` and
+  `original_bytes`; `sizes.json` beside the shards counts each tar's samples (open_clip reads it); each shard has
+  its `NNNNN_stats.json`, and the stats add up to the table's rows.
+- `--encode keep` shards keep the served bytes under their own extensions, which `webdataset` reads (`datasets`
+  cannot load mixed extensions; that is documented, not checked).
+- `--format folder` (bytes as served) and `--format folder --resize center-crop --size 64` (each format kept, GIF as
+  PNG) load with `datasets.load_dataset("imagefolder")` with their captions and recorded sizes.
+- Labelled folders (`--queries`, against mirror-emulator) load with their labels; the README's Parquet recipe works.
+
+Every check says what it found when it fails; a failed check stops its section, the other sections still run, and
+the script exits 1 if any check failed.
 """
 import csv
 import gzip
-import io
+import hashlib
 import json
 import os
 import random
 import socket
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
+import traceback
+from dataclasses import dataclass, field
 
 import datasets
 import webdataset as wds
-from PIL import Image
+from PIL import Image, ImageStat
 
 MIRROR = sys.argv[1]
 EMULATOR = sys.argv[2]
 ROWS = 300
+SHARD_ROWS = 64
+SIZE = 64  # the --size of the resized runs
+EXTENSIONS = {"jpeg": "jpg", "png": "png", "webp": "webp", "gif": "gif"}
 datasets.disable_progress_bars()
 datasets.logging.set_verbosity_error()
 
 
+# Checks ---------------------------------------------------------------------------------------------------------------
+
+failures = []
+
+
+class SectionFailed(Exception):
+    """A check failed; the rest of its section depends on it."""
+
+
 def check(condition, message):
+    """Passes, or records the failure (with `message`, which says what was found) and stops the section."""
     if not condition:
-        print(f"check-datasets: FAILED: {message}", file=sys.stderr)
-        sys.exit(1)
-    print(f"  ok: {message}")
+        print(f"  FAILED: {message}", file=sys.stderr, flush=True)
+        failures.append(message)
+        raise SectionFailed(message)
+    print(f"  ok: {message}", flush=True)
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def check_each(items, predicate, message, describe=str):
+    """Checks `predicate` for every item; a failure names how many failed and the first few (by `describe`)."""
+    wrong = [item for item in items if not predicate(item)]
+    found = f" — {len(wrong)} of {len(items)} not, e.g. {'; '.join(describe(item) for item in wrong[:3])}" if wrong else ""
+    check(items and not wrong, f"{message} ({len(items)} checked){found}")
+
+
+def section(title, body):
+    print(title, flush=True)
+    try:
+        body()
+    except SectionFailed:
+        pass
+    except Exception as error:  # a reader that raises is a failed check too
+        message = f"{title}: {type(error).__name__}: {str(error)[:500]}"
+        print(f"  FAILED: {message}", file=sys.stderr)
+        traceback.print_exc(limit=3)
+        failures.append(message)
+
+
+def loads(what, load):
+    """Runs a reader, turning an exception into a failed check that quotes it."""
+    try:
+        result = load()
+    except Exception as error:
+        check(False, f"{what}: {type(error).__name__}: {str(error)[:400]}")
+    return result
+
+
+# The served corpus ----------------------------------------------------------------------------------------------------
+
+# Twenty variants repeat along the table: half JPEG, the rest the other formats real hosts serve.
+VARIANTS = (["jpeg"] * 9 + ["jpeg-gray"] + ["png", "png", "png-alpha", "png-alpha", "png-palette"]
+            + ["webp", "webp", "webp-alpha"] + ["gif-animated", "gif"])
+FRAME_COLOURS = [(200, 40, 40), (40, 200, 40), (40, 40, 200)]
+
+
+@dataclass
+class Served:
+    index: int
+    name: str  # the file name served (also the URL's path)
+    format: str  # jpeg, png, webp, gif
+    variant: str
+    width: int
+    height: int
+    bytes: int = 0
+    sha256: str = ""
+    alpha: bool = False  # has a fully transparent top-left quarter (black beneath)
+    frame_colours: list = field(default_factory=list)  # an animation's colour per frame
 
 
 def kind(index):
@@ -48,74 +133,350 @@ def kind(index):
     return "image"
 
 
+def noisy(size, base, seed, amount=0.3):
+    """`base` colour with seeded noise over it: no two images alike (mirror keeps one of identical bytes)."""
+    noise = Image.frombytes("RGB", size, random.Random(seed).randbytes(size[0] * size[1] * 3))
+    return Image.blend(Image.new("RGB", size, base), noise, amount)
+
+
+def with_transparent_quarter(image):
+    """RGBA with the top-left quarter fully transparent and black beneath (so dropping alpha would show black)."""
+    rgba = image.convert("RGBA")
+    rgba.paste((0, 0, 0, 0), (0, 0, image.width // 2, image.height // 2))
+    return rgba
+
+
+def make(index, directory):
+    """Writes row `index`'s image into `directory` and describes it."""
+    rng = random.Random(f"size {index}")
+    small = index % 7 == 3  # smaller than SIZE both ways, to be upscaled
+    width = rng.randint(40, SIZE - 1) if small else rng.randint(40, 300)
+    height = width if rng.random() < 0.3 else (rng.randint(40, SIZE - 1) if small else rng.randint(40, 300))
+    size = (width, height)
+    variant = VARIANTS[index % len(VARIANTS)]
+    fmt = variant.split("-")[0]
+    base = tuple(rng.randint(0, 180) for _ in range(3))  # never white-ish, so a white pixel means composited
+    image = noisy(size, base, index)
+    served = Served(index, "", fmt, variant, width, height)
+    # A few non-JPEGs under a .jpg name, as CDNs serve them (the type is sniffed from the bytes)
+    extension = "jpg" if fmt != "jpeg" and index % 7 == 0 else EXTENSIONS[fmt]
+    served.name = f"{index}.{extension}"
+    path = os.path.join(directory, served.name)
+    if variant == "jpeg":
+        image.save(path, "JPEG", quality=90)
+    elif variant == "jpeg-gray":
+        image.convert("L").save(path, "JPEG", quality=90)
+    elif variant == "png":
+        image.save(path, "PNG")
+    elif variant == "png-alpha":
+        with_transparent_quarter(image).save(path, "PNG")
+        served.alpha = True
+    elif variant == "png-palette":
+        palette = image.quantize(colors=255)
+        colours = (palette.getpalette() + [0] * 768)[:255 * 3] + [0, 0, 0]  # index 255: black, transparent
+        palette.putpalette(colours)
+        palette.paste(255, (0, 0, width // 2, height // 2))
+        palette.save(path, "PNG", transparency=255)
+        served.alpha = True
+    elif variant == "webp":
+        image.save(path, "WEBP", quality=80)
+    elif variant == "webp-alpha":
+        with_transparent_quarter(image).save(path, "WEBP", quality=80)
+        served.alpha = True
+    elif variant == "gif":
+        image.convert("P", palette=Image.ADAPTIVE).save(path, "GIF")
+    elif variant == "gif-animated":
+        count = 2 + index % 2
+        served.frame_colours = [FRAME_COLOURS[(index + n) % 3] for n in range(count)]
+        frames = [noisy(size, colour, f"{index} frame {n}", 0.2).convert("P", palette=Image.ADAPTIVE)
+                  for n, colour in enumerate(served.frame_colours)]
+        frames[0].save(path, "GIF", save_all=True, append_images=frames[1:], duration=100, loop=0)
+    data = open(path, "rb").read()
+    served.bytes, served.sha256 = len(data), hashlib.sha256(data).hexdigest()
+    # The corpus is what it claims to be
+    with Image.open(path) as opened:
+        assert opened.size == size and opened.format.lower() == fmt, (path, opened.size, opened.format)
+        assert not served.alpha or "A" in opened.mode or "transparency" in opened.info, path
+        assert getattr(opened, "n_frames", 1) == max(1, len(served.frame_colours)), path
+    return served
+
+
+def sha256(data):
+    return hashlib.sha256(data).hexdigest()
+
+
+def rgb(image):
+    image.load()  # decodes the pixels, not only the header
+    return image.convert("RGB")
+
+
+def white_ish(pixel):
+    return all(channel > 230 for channel in pixel)
+
+
+def quarter_points(size):
+    """A point inside the transparent top-left quarter and one inside the opaque bottom-right, in an image of
+    `size`: the served one, or a center crop of it (the quarters map onto the crop's quarters)."""
+    width, height = size
+    return (width // 4, height // 4), (3 * width // 4, 3 * height // 4)
+
+
+def composited_on_white(image):
+    """Whether a transparent pixel came out white and an opaque one did not."""
+    pixels = rgb(image)
+    clear, opaque = quarter_points(pixels.size)
+    return white_ish(pixels.getpixel(clear)) and not white_ish(pixels.getpixel(opaque))
+
+
+def nearest_frame(image, served):
+    """Which of the animation's frame colours the image's mean colour is nearest."""
+    mean = ImageStat.Stat(rgb(image)).mean
+    distances = [sum((a - b) ** 2 for a, b in zip(mean, colour)) for colour in served.frame_colours]
+    return distances.index(min(distances))
+
+
+# The run's inputs and outputs -----------------------------------------------------------------------------------------
+
 work = tempfile.mkdtemp(prefix="mirror-check-datasets-")
-served = os.path.join(work, "served")
-os.makedirs(served)
-for index in range(ROWS):
-    if kind(index) == "image":
-        # Noise seeded by the row, so that no two images are alike (mirror keeps one of identical bytes)
-        size = (60 + index % 40, 50 + index % 30)
-        image = Image.frombytes("RGB", size, random.Random(index).randbytes(size[0] * size[1] * 3))
-        image.save(os.path.join(served, f"{index}.jpg"), quality=90)
-port = free_port()
-server = subprocess.Popen(
-    [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", served],
-    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-)
-for _ in range(100):
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-        break
-    except OSError:
-        time.sleep(0.05)
+served_directory = os.path.join(work, "served")
+os.makedirs(served_directory)
+SERVED = {index: make(index, served_directory) for index in range(ROWS) if kind(index) == "image"}
+EXPECTED = len(SERVED)
+port = 0
 
-captions = {}
-table = os.path.join(work, "table.csv.gz")
-with gzip.open(table, "wt", newline="") as handle:
-    writer = csv.writer(handle)
-    writer.writerow(["url", "caption", "source"])
-    for index in range(ROWS):
-        url = "not a url" if kind(index) == "bad" else f"http://127.0.0.1:{port}/{index}.jpg"
-        caption = f'photo {index}, "quoted", ünïcode'
-        captions[url] = caption
-        writer.writerow([url, caption, "check"])
-expected = sum(1 for index in range(ROWS) if kind(index) == "image")
-env = dict(os.environ, XDG_CACHE_HOME=os.path.join(work, "cache"))
 
-try:
-    print("WebDataset shards (64 rows each, center-cropped to 32 px, JPEG)")
-    shards = os.path.join(work, "shards")
-    run = subprocess.run(
-        [MIRROR, "urls", table, "--out", shards, "--format", "webdataset", "--shard-size", "64",
-         "--resize", "center-crop", "--size", "32", "--encode", "jpeg", "--keep-cols", "source", "--quiet", "--json"],
-        capture_output=True, text=True, env=env,
-    )
-    check(run.returncode == 3, f"mirror urls exits 3 (some rows gave no image): {run.returncode} {run.stderr[-300:]}")
-    tars = sorted(os.path.join(shards, name) for name in os.listdir(shards) if name.endswith(".tar"))
-    check(len(tars) == (ROWS + 63) // 64, f"{len(tars)} shards of 64 rows for {ROWS} rows")
-    samples = list(wds.WebDataset(tars, shardshuffle=False).decode("pil"))
-    check(len(samples) == expected, f"webdataset reads {len(samples)} samples, {expected} expected")
-    check(all(set(s) >= {"jpg", "json", "txt"} for s in samples), "every sample has jpg, json and txt")
-    check(all(s["jpg"].size == (32, 32) for s in samples), "every image is 32×32")
-    check(all(s["txt"] == captions[s["json"]["url"]] for s in samples), "every caption matches its row")
-    check(all(s["json"]["source"] == "check" and s["__key__"] == s["json"]["key"] for s in samples), "records carry the key and kept columns")
-    stats = [json.load(open(os.path.join(shards, n))) for n in sorted(os.listdir(shards)) if n.endswith("_stats.json")]
-    check(sum(s["rows"] for s in stats) == ROWS, "the stats add up to the table's rows")
-    hf = datasets.load_dataset("webdataset", data_files={"train": tars}, split="train")
-    check(hf.num_rows == expected, f"datasets' webdataset loader reads {hf.num_rows} rows")
-    check(all(image.size == (32, 32) for image in hf["jpg"]), "datasets decodes every image at 32×32")
-    check(sorted(hf["txt"]) == sorted(s["txt"] for s in samples), "datasets reads the same captions")
+def url_of(index):
+    if kind(index) == "bad":
+        return "not a url"
+    name = SERVED[index].name if index in SERVED else f"{index}.jpg"  # a missing row: 404
+    return f"http://127.0.0.1:{port}/{name}"
 
-    print("Folder (imagefolder, with metadata.jsonl → manifest.jsonl)")
-    folder = os.path.join(work, "folder")
-    run = subprocess.run([MIRROR, "urls", table, "--out", folder, "--keep-cols", "source", "--quiet"], capture_output=True, text=True, env=env)
-    check(run.returncode == 3, f"mirror urls into a folder exits 3: {run.returncode} {run.stderr[-300:]}")
-    hf = datasets.load_dataset("imagefolder", data_dir=folder, split="train")
-    check(hf.num_rows == expected, f"imagefolder reads {hf.num_rows} images")
-    check(all(caption == captions[url] for caption, url in zip(hf["caption"], hf["url"])), "imagefolder reads each caption as metadata")
-    check(all(image.size == (w, h) for image, w, h in zip(hf["image"], hf["width"], hf["height"])), "each image has its recorded size")
 
-    print("Labelled folders (--queries)")
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def mirror(arguments, expected_status, env):
+    run = subprocess.run([MIRROR, *arguments], capture_output=True, text=True, env=env)
+    shown = " ".join(argument.replace(work + os.sep, "") for argument in arguments)
+    found = "" if run.returncode == expected_status else f": {run.returncode} {run.stderr[-300:]}"
+    check(run.returncode == expected_status, f"mirror {shown} exits {expected_status}{found}")
+
+
+def served_of(key):
+    return SERVED[int(key)]
+
+
+def read_shards(directory):
+    """The shards' tar members read directly: `{tar name: {key: {extension: bytes}}}`."""
+    shards = {}
+    for name in sorted(n for n in os.listdir(directory) if n.endswith(".tar")):
+        samples = shards.setdefault(name, {})
+        with tarfile.open(os.path.join(directory, name)) as tar:
+            for member in tar.getmembers():
+                key, _, extension = os.path.basename(member.name).partition(".")
+                samples.setdefault(key, {})[extension] = tar.extractfile(member).read()
+    return shards
+
+
+def check_shard_files(directory, shards):
+    """The shard count, each shard's stats, and sizes.json against the samples each tar holds."""
+    check(len(shards) == (ROWS + SHARD_ROWS - 1) // SHARD_ROWS, f"{len(shards)} shards of {SHARD_ROWS} rows for {ROWS} rows")
+    stems = [name[:-len(".tar")] for name in shards]
+    missing = [stem for stem in stems if not os.path.exists(os.path.join(directory, stem + "_stats.json"))]
+    check(not missing, "every shard has its NNNNN_stats.json" + (f"; missing: {missing}" if missing else ""))
+    stats = [json.load(open(os.path.join(directory, stem + "_stats.json"))) for stem in stems]
+    rows = sum(s["rows"] for s in stats)
+    check(rows == ROWS, f"the stats add up to the table's {ROWS} rows: {rows}")
+    path = os.path.join(directory, "sizes.json")
+    check(os.path.exists(path), "sizes.json is beside the shards" + ("" if os.path.exists(path) else f": {sorted(os.listdir(directory))}"))
+    sizes = json.load(open(path))
+    counts = {name: len(samples) for name, samples in shards.items()}
+    check(sizes == counts, "sizes.json counts each tar's samples" + ("" if sizes == counts else f": {sizes}, the tars hold {counts}"))
+    samples = {key: parts for tar in shards.values() for key, parts in tar.items()}
+    check(len(samples) == EXPECTED, f"the tars hold {len(samples)} samples, {EXPECTED} expected")
+    return samples
+
+
+def check_records(records, written_format, written_size=None):
+    """Each record against what was served: `written_format(served)` is the format expected in the file,
+    `written_size` the size (None: the served size)."""
+    items = sorted(records.items())
+
+    def describe(item):
+        key, record = item
+        s = served_of(key)
+        return (f"{key} served {s.format} {s.width}×{s.height} {s.bytes} B: format={record.get('format')} "
+                f"original_format={record.get('original_format')} original={record.get('original_width')}×"
+                f"{record.get('original_height')} original_bytes={record.get('original_bytes')} "
+                f"size={record.get('width')}×{record.get('height')}")
+
+    check_each(items, lambda i: i[1].get("format") == written_format(served_of(i[0])),
+               "each record's `format` is the written format", describe)
+    check_each(items, lambda i: i[1].get("original_format") == served_of(i[0]).format,
+               "each record's `original_format` is the served format", describe)
+    check_each(items, lambda i: all(type(i[1].get(f)) is int for f in ("original_width", "original_height", "original_bytes"))
+               and (i[1]["original_width"], i[1]["original_height"]) == (served_of(i[0]).width, served_of(i[0]).height),
+               "each record's `original_width`/`original_height` are the served size, as integers", describe)
+    check_each(items, lambda i: i[1].get("original_bytes") == served_of(i[0]).bytes,
+               "each record's `original_bytes` is the served file's size", describe)
+    check_each(items, lambda i: (i[1].get("width"), i[1].get("height"))
+               == (written_size or (served_of(i[0]).width, served_of(i[0]).height)),
+               f"each record's `width`/`height` is {'%d×%d' % written_size if written_size else 'the served size'}", describe)
+
+
+def check_row_fields(records, captions):
+    """The key, URL, caption and kept column of each record (`captions`: the caption read back, by key)."""
+    items = sorted(records.items())
+    check_each(items, lambda i: i[1].get("key") == i[0] and i[1].get("url") == url_of(int(i[0])),
+               "each record carries its row's key and URL", lambda i: f"{i[0]}: {i[1].get('key')} {i[1].get('url')}")
+    check_each(items, lambda i: captions.get(i[0]) == caption_of(int(i[0])) == i[1].get("caption"),
+               "each caption is its row's", lambda i: f"{i[0]}: {captions.get(i[0])!r}")
+    check_each(items, lambda i: i[1].get("source") == "check", "each record keeps the `source` column",
+               lambda i: f"{i[0]}: {i[1].get('source')!r}")
+
+
+def caption_of(index):
+    return f'photo {index}, "quoted", ünïcode'
+
+
+def check_pixels(images):
+    """`images` by key, decoded: alpha composited onto white, an animation's first frame."""
+    alpha = sorted((key, image) for key, image in images.items() if served_of(key).alpha)
+    animated = sorted((key, image) for key, image in images.items() if served_of(key).frame_colours)
+    check_each(alpha, lambda i: composited_on_white(i[1]),
+               "a transparent pixel of each image with alpha (PNG, palette PNG, WebP) is white, an opaque one is not",
+               lambda i: f"{i[0]} ({served_of(i[0]).variant}): {[rgb(i[1]).getpixel(p) for p in quarter_points(i[1].size)]}")
+    check_each(animated, lambda i: nearest_frame(i[1], served_of(i[0])) == 0,
+               "each animated GIF is its first frame (by its colour)",
+               lambda i: f"{i[0]}: mean {[round(c) for c in ImageStat.Stat(rgb(i[1])).mean]}, frames {served_of(i[0]).frame_colours}")
+
+
+def check_jpeg_shards(directory, size):
+    """Shards made with no --encode, resized to `size` (None: not resized): one `.jpg` per sample, read by both readers."""
+    shards = read_shards(directory)
+    samples = check_shard_files(directory, shards)
+    check_each(sorted(samples.items()), lambda i: set(i[1]) == {"jpg", "json", "txt"},
+               "every sample is KEY.jpg + KEY.json + KEY.txt", lambda i: f"{i[0]}: {sorted(i[1])}")
+    check_each(sorted(samples.items()), lambda i: i[1]["jpg"][:3] == b"\xff\xd8\xff", "every KEY.jpg holds JPEG bytes",
+               lambda i: f"{i[0]}: {i[1]['jpg'][:8]!r}")
+    if size is None:
+        jpegs = sorted((k, p) for k, p in samples.items() if served_of(k).format == "jpeg")
+        check_each(jpegs, lambda i: sha256(i[1]["jpg"]) == served_of(i[0]).sha256,
+                   "each JPEG served is stored byte for byte (sha256)", lambda i: f"{i[0]} ({served_of(i[0]).variant})")
+    records = {key: json.loads(parts["json"]) for key, parts in samples.items()}
+    check_records(records, lambda s: "jpeg", size)
+    check_row_fields(records, {key: parts["txt"].decode() for key, parts in samples.items()})
+    expected_size = (lambda s: size) if size else (lambda s: (s.width, s.height))
+    describe_size = lambda i: f"{i[0]} ({served_of(i[0]).variant}, served {served_of(i[0]).width}×{served_of(i[0]).height}): {i[1].size}"
+
+    decoded = loads("webdataset reads the shards",
+                    lambda: list(wds.WebDataset(sorted(os.path.join(directory, n) for n in shards), shardshuffle=False).decode("pil")))
+    check(len(decoded) == EXPECTED, f"webdataset reads {len(decoded)} samples, {EXPECTED} expected")
+    check_each(decoded, lambda s: {k for k in s if not k.startswith("__")} == {"jpg", "json", "txt"},
+               "webdataset reads each sample as jpg, json and txt", lambda s: f"{s['__key__']}: {sorted(s)}")
+    images = {s["__key__"]: s["jpg"] for s in decoded}
+    check_each(sorted(images.items()), lambda i: rgb(i[1]).size == expected_size(served_of(i[0])),
+               f"webdataset decodes every image at {'%d×%d' % size if size else 'its served size'}", describe_size)
+    check_pixels(images)
+
+    hf = loads('datasets.load_dataset("webdataset") loads the shards',
+               lambda: datasets.load_dataset("webdataset", data_files={"train": sorted(os.path.join(directory, n) for n in shards)}, split="train"))
+    check(hf.num_rows == EXPECTED, f"datasets' webdataset loader reads {hf.num_rows} rows, {EXPECTED} expected")
+    rows = loads("datasets decodes every image", lambda: {row["__key__"]: (row["jpg"], row["txt"]) for row in hf})
+    # Features are inferred from the first samples: a later sample with another extension loads with no image
+    check_each(sorted(rows.items()), lambda i: i[1][0] is not None, "datasets gives every row its image",
+               lambda i: f"{i[0]} ({served_of(i[0]).variant}): jpg is None")
+    check_each(sorted(rows.items()), lambda i: rgb(i[1][0]).size == expected_size(served_of(i[0])),
+               f"datasets decodes every image at {'%d×%d' % size if size else 'its served size'}",
+               lambda i: describe_size((i[0], i[1][0])))
+    check(sorted(text for _, text in rows.values()) == sorted(s["txt"] for s in decoded), "datasets reads the same captions")
+
+
+# The sections ---------------------------------------------------------------------------------------------------------
+
+def webdataset_as_served_size():
+    out = os.path.join(work, "shards")
+    mirror(["urls", table, "--out", out, "--format", "webdataset", "--shard-size", str(SHARD_ROWS),
+            "--keep-cols", "source", "--quiet"], 3, env)
+    check_jpeg_shards(out, None)
+
+
+def webdataset_resized():
+    out = os.path.join(work, "shards-resized")
+    mirror(["urls", table, "--out", out, "--format", "webdataset", "--shard-size", str(SHARD_ROWS),
+            "--resize", "center-crop", "--size", str(SIZE), "--keep-cols", "source", "--quiet"], 3, env)
+    smaller = [s for s in SERVED.values() if s.width < SIZE and s.height < SIZE]
+    check(smaller, f"the corpus has {len(smaller)} images smaller than {SIZE} px both ways, to be upscaled")
+    check_jpeg_shards(out, (SIZE, SIZE))
+
+
+def webdataset_keep():
+    out = os.path.join(work, "shards-keep")
+    mirror(["urls", table, "--out", out, "--format", "webdataset", "--shard-size", str(SHARD_ROWS),
+            "--encode", "keep", "--keep-cols", "source", "--quiet"], 3, env)
+    shards = read_shards(out)
+    samples = check_shard_files(out, shards)
+    own = lambda s: {EXTENSIONS[s.format], "json", "txt"}
+    check_each(sorted(samples.items()), lambda i: set(i[1]) == own(served_of(i[0])),
+               "every sample's image has its served format's extension",
+               lambda i: f"{i[0]} served {served_of(i[0]).format}: {sorted(i[1])}")
+    extensions = {ext for parts in samples.values() for ext in parts} - {"json", "txt"}
+    check(extensions == set(EXTENSIONS.values()), f"the extensions are mixed: {sorted(extensions)}")
+    check_each(sorted(samples.items()), lambda i: sha256(i[1][EXTENSIONS[served_of(i[0]).format]]) == served_of(i[0]).sha256,
+               "every image is stored byte for byte as served (sha256)", lambda i: f"{i[0]} ({served_of(i[0]).variant})")
+    records = {key: json.loads(parts["json"]) for key, parts in samples.items()}
+    check_records(records, lambda s: s.format)
+    decoded = loads("webdataset reads the shards",
+                    lambda: list(wds.WebDataset(sorted(os.path.join(out, n) for n in shards), shardshuffle=False).decode("pil")))
+    check(len(decoded) == EXPECTED, f"webdataset reads {len(decoded)} samples, {EXPECTED} expected")
+    image_of = lambda s: s[EXTENSIONS[served_of(s["__key__"]).format]]
+    check_each(decoded, lambda s: rgb(image_of(s)).size == (served_of(s["__key__"]).width, served_of(s["__key__"]).height),
+               "webdataset decodes every image (jpg, png, webp, gif) at its served size", lambda s: s["__key__"])
+
+
+def read_folder(out):
+    """The folder as imagefolder loads it, and its manifest's records by key."""
+    hf = loads('datasets.load_dataset("imagefolder") loads the folder',
+               lambda: datasets.load_dataset("imagefolder", data_dir=out, split="train"))
+    check(hf.num_rows == EXPECTED, f"imagefolder reads {hf.num_rows} images, {EXPECTED} expected")
+    records = {r["key"]: r for r in map(json.loads, open(os.path.join(out, "manifest.jsonl")))}
+    check(len(records) == EXPECTED, f"the manifest has {len(records)} records, {EXPECTED} expected")
+    rows = loads("imagefolder decodes every image", lambda: {row["key"]: row for row in hf})
+    check_each(sorted(rows.items()), lambda i: rgb(i[1]["image"]).size == (i[1]["width"], i[1]["height"]),
+               "each image has its recorded size", lambda i: f"{i[0]}: {i[1]['image'].size} recorded {i[1]['width']}×{i[1]['height']}")
+    check_row_fields(records, {key: row["caption"] for key, row in rows.items()})
+    check_each(sorted(records.items()), lambda i: i[1]["file_name"].rsplit(".", 1)[-1] == EXTENSIONS[i[1]["format"]],
+               "each file's extension is its format's", lambda i: f"{i[0]}: {i[1]['file_name']} {i[1]['format']}")
+    return rows, records
+
+
+def folder_as_served():
+    out = os.path.join(work, "folder")
+    mirror(["urls", table, "--out", out, "--keep-cols", "source", "--quiet"], 3, env)
+    rows, records = read_folder(out)
+    check_records(records, lambda s: s.format)
+    check_each(sorted(records.items()), lambda i: sha256(open(os.path.join(out, i[1]["file_name"]), "rb").read()) == served_of(i[0]).sha256,
+               "every file is the served bytes (sha256)", lambda i: f"{i[0]} ({served_of(i[0]).variant}): {i[1]['file_name']}")
+    extensions = {record["file_name"].rsplit(".", 1)[-1] for record in records.values()}
+    check(extensions == set(EXTENSIONS.values()), f"the extensions are mixed: {sorted(extensions)}")
+
+
+def folder_resized():
+    out = os.path.join(work, "folder-resized")
+    mirror(["urls", table, "--out", out, "--resize", "center-crop", "--size", str(SIZE), "--keep-cols", "source", "--quiet"], 3, env)
+    rows, records = read_folder(out)
+    check_records(records, lambda s: "png" if s.format == "gif" else s.format, (SIZE, SIZE))
+    check_each(sorted(rows.items()), lambda i: i[1]["image"].size == (SIZE, SIZE), f"imagefolder decodes every image at {SIZE}×{SIZE}",
+               lambda i: f"{i[0]}: {i[1]['image'].size}")
+    animated = sorted((key, row["image"]) for key, row in rows.items() if served_of(key).frame_colours)
+    check_each(animated, lambda i: nearest_frame(i[1], served_of(i[0])) == 0, "each animated GIF is its first frame, as PNG",
+               lambda i: f"{i[0]}: mean {[round(c) for c in ImageStat.Stat(rgb(i[1])).mean]}, frames {served_of(i[0]).frame_colours}")
+
+
+def labelled_folders():
     emulator = subprocess.Popen([EMULATOR], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         lines = []
@@ -133,28 +494,29 @@ try:
         with open(queries, "w") as handle:
             handle.write("kittens\npuppies\nred fox\n")
         labelled = os.path.join(work, "labelled")
-        run = subprocess.run(
-            [MIRROR, "--queries", queries, "--count", "8", "--out", labelled, "--provider", "openverse", "--quiet"],
-            capture_output=True, text=True, env=search_env,
-        )
-        check(run.returncode == 0, f"mirror --queries exits 0: {run.returncode} {run.stderr[-300:]}")
+        mirror(["--queries", queries, "--count", "8", "--out", labelled, "--provider", "openverse", "--quiet"], 0, search_env)
     finally:
         emulator.terminate()
-    hf = datasets.load_dataset("imagefolder", data_dir=labelled, split="train")
+        emulator.wait()
+    hf = loads('datasets.load_dataset("imagefolder") loads the labelled folders',
+               lambda: datasets.load_dataset("imagefolder", data_dir=labelled, split="train"))
     check(hf.num_rows == 24, f"imagefolder reads {hf.num_rows} labelled images")
-    names = sorted(set(hf["label"]))
+    labels = list(hf["label"])
+    names = sorted(set(labels))
     check(names == ["kittens", "puppies", "red fox"], f"the labels are the queries: {names}")
-    check(all(hf["label"].count(name) == 8 for name in names), "each label has exactly its count")
-    check(all(file.split("/")[0] == {"kittens": "kittens", "puppies": "puppies", "red fox": "red-fox"}[label]
-              for file, label in zip([json.loads(l)["file_name"] for l in open(os.path.join(labelled, "manifest.jsonl"))],
-                                     [json.loads(l)["label"] for l in open(os.path.join(labelled, "manifest.jsonl"))])),
-          "each file sits in its label's folder")
-    print("Parquet, through the README's one-line recipe")
+    check(all(labels.count(name) == 8 for name in names), f"each label has exactly its count: {[labels.count(n) for n in names]}")
+    records = [json.loads(line) for line in open(os.path.join(labelled, "manifest.jsonl"))]
+    folders = {"kittens": "kittens", "puppies": "puppies", "red fox": "red-fox"}
+    check_each(records, lambda r: r["file_name"].split("/")[0] == folders[r["label"]], "each file sits in its label's folder",
+               lambda r: f"{r['file_name']} ({r['label']})")
+
+
+def parquet_recipe():
     import pyarrow as pa
     import pyarrow.parquet as pq
     parquet = os.path.join(work, "urls.parquet")
-    urls = [f"http://127.0.0.1:{port}/{index}.jpg" for index in range(ROWS) if kind(index) == "image"][:50]
-    pq.write_table(pa.table({"url": urls, "caption": [captions[u] for u in urls]}), parquet)
+    indices = sorted(SERVED)[:50]
+    pq.write_table(pa.table({"url": [url_of(i) for i in indices], "caption": [caption_of(i) for i in indices]}), parquet)
     readme = open(os.path.join(os.path.dirname(__file__), "..", "README.md"), encoding="utf-8").read()
     recipe = next(line for line in readme.splitlines() if line.startswith("python3 -c 'import sys, pyarrow.parquet"))
     from_parquet = os.path.join(work, "from-parquet")
@@ -162,9 +524,52 @@ try:
                .replace("./dataset", from_parquet) + " --quiet")
     path_env = dict(env, PATH=os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", ""))
     run = subprocess.run(["bash", "-o", "pipefail", "-c", command], capture_output=True, text=True, env=path_env)
-    check(run.returncode == 0, f"the recipe exits 0: {run.returncode} {run.stderr[-300:]}")
-    hf = datasets.load_dataset("imagefolder", data_dir=from_parquet, split="train")
-    check(hf.num_rows == 50 and sorted(hf["caption"]) == sorted(captions[u] for u in urls), "every Parquet row's image and caption arrived")
-    print("check-datasets: all checks passed")
+    check(run.returncode == 0, "the recipe exits 0" + ("" if run.returncode == 0 else f": {run.returncode} {run.stderr[-300:]}"))
+    hf = loads('datasets.load_dataset("imagefolder") loads the folder',
+               lambda: datasets.load_dataset("imagefolder", data_dir=from_parquet, split="train"))
+    expected = sorted(caption_of(i) for i in indices)
+    check(hf.num_rows == 50 and sorted(hf["caption"]) == expected,
+          f"every Parquet row's image and caption arrived: {hf.num_rows} rows")
+
+
+port = free_port()
+server = subprocess.Popen(
+    [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", served_directory],
+    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+)
+for _ in range(100):
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+        break
+    except OSError:
+        time.sleep(0.05)
+
+table = os.path.join(work, "table.csv.gz")
+with gzip.open(table, "wt", newline="") as handle:
+    writer = csv.writer(handle)
+    writer.writerow(["url", "caption", "source"])
+    for index in range(ROWS):
+        writer.writerow([url_of(index), caption_of(index), "check"])
+env = dict(os.environ, XDG_CACHE_HOME=os.path.join(work, "cache"))
+variants = {v: sum(1 for s in SERVED.values() if s.variant == v) for v in dict.fromkeys(VARIANTS)}
+print(f"Serving {EXPECTED} images ({', '.join(f'{n} {v}' for v, n in variants.items())}), "
+      f"{ROWS - EXPECTED} bad or missing rows; work in {work}")
+
+try:
+    section("WebDataset shards, no --encode: every image KEY.jpg at its served size", webdataset_as_served_size)
+    section(f"WebDataset shards, --resize center-crop --size {SIZE}: every image KEY.jpg, {SIZE}×{SIZE}", webdataset_resized)
+    section("WebDataset shards, --encode keep: the served bytes, mixed extensions (webdataset only)", webdataset_keep)
+    section("Folder (imagefolder, with metadata.jsonl → manifest.jsonl): the served bytes", folder_as_served)
+    section(f"Folder, --resize center-crop --size {SIZE}: formats kept, GIF as PNG", folder_resized)
+    section("Labelled folders (--queries)", labelled_folders)
+    section("Parquet, through the README's one-line recipe", parquet_recipe)
 finally:
     server.terminate()
+    server.wait()
+
+if failures:
+    print(f"check-datasets: FAILED: {len(failures)} check(s):", file=sys.stderr)
+    for message in failures:
+        print(f"  - {message}", file=sys.stderr)
+    sys.exit(1)
+print("check-datasets: all checks passed")
