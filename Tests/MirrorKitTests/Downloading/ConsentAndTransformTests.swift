@@ -72,7 +72,7 @@ struct RobotsRulesTests {
     }
 }
 
-@Suite("Resizing through libvips")
+@Suite("Resizing")
 struct ImageTransformTests {
     private let folder = TemporaryDirectory()
     private let validator = ImageValidator()
@@ -100,13 +100,30 @@ struct ImageTransformTests {
         let result = try ImageTransform(fit: fit, size: 64).apply(to: source, validator: validator)
         defer { AtomicFile.remove(result.temporaryFile) }
 
-        // Then it has the fit's size, stays a PNG, remembers its original size, and the old file is gone
+        // Then it has the fit's size, stays a PNG, remembers its original size, and is the download's file rewritten
         #expect(result.info.width == width && result.info.height == height)
         #expect(result.info.format == .png)
         #expect(result.originalWidth == 200 && result.originalHeight == 100)
-        #expect(!FileManager.default.fileExists(atPath: source.temporaryFile.path))
+        #expect(result.temporaryFile == source.temporaryFile)
         let bytes = try Data(contentsOf: result.temporaryFile)
         #expect(Int64(bytes.count) == result.bytes && sha256Hex(bytes) == result.sha256)
+    }
+
+    @Test func aDownloadTheCacheAlsoHoldsIsNotRewritten() throws {
+        // Given a download whose file has a second name, as when the disk cache links it
+        let source = try image(TestImages.png(width: 200, height: 100, seed: 6))
+        let cached = folder.url.appendingPathComponent("cached-object")
+        #expect(link(source.temporaryFile.path, cached.path) == 0)
+        let original = try Data(contentsOf: cached)
+
+        // When it is resized
+        let result = try ImageTransform(fit: .keepRatio, size: 50).apply(to: source, validator: validator)
+        defer { AtomicFile.remove(result.temporaryFile) }
+
+        // Then the result is a new file, the download's name is gone, and the cache's bytes are untouched
+        #expect(result.temporaryFile != source.temporaryFile && result.info.width == 50)
+        #expect(!FileManager.default.fileExists(atPath: source.temporaryFile.path))
+        #expect(try Data(contentsOf: cached) == original)
     }
 
     @Test func onlyIfBiggerLeavesSmallImagesTheirSizeAndEncodingChangesTheFormat() throws {
