@@ -66,6 +66,8 @@ parser.add_argument("--concurrency", type=int, default=16)
 parser.add_argument("--formats-only", action="store_true",
                     help="run only mirror's per-format resize runs; replace only the per-format table in the report")
 parser.add_argument("--no-report", action="store_true", help="print the tables; leave BENCHMARKS.md alone")
+parser.add_argument("--scratch", help="where the tables and every run's output go (default BUILD_DIR/scratch-datasets, on "
+                    "disk; /dev/shm/… measures the tools' own work, without the file system's)")
 args = parser.parse_args()
 
 command_line = f"scripts/bench-datasets --rows {args.rows} --reps {args.reps}"
@@ -141,7 +143,7 @@ corpus_dir = os.path.join(www, f"corpus-v{bench.CORPUS_VERSION}-{args.rows}")
 index = bench.generate_corpus(corpus_dir, args.rows)
 files = index["files"]
 served_digests = {digest for _, _, digest in files}
-scratch = os.path.join(args.build_dir, "scratch-datasets")
+scratch = args.scratch or os.path.join(args.build_dir, "scratch-datasets")
 logs = os.path.join(args.build_dir, "logs-datasets")
 shutil.rmtree(scratch, ignore_errors=True)
 os.makedirs(scratch)

@@ -296,8 +296,10 @@ def state_dir(name):
 
 
 def mirror_argv(out, state=None, source=table):
+    # --encode keep: these checks compare every image in the shards byte for byte with the PNG served (WebDataset
+    # output is JPEG by default; scripts/check-datasets judges that).
     argv = [MIRROR, "urls", source, "--out", out, "--format", "webdataset", "--shard-size", str(SHARD),
-            "--no-cache", "--quiet", "--json"]
+            "--encode", "keep", "--no-cache", "--quiet", "--json"]
     if state:
         argv += ["--state-dir", state]
     return argv
@@ -520,7 +522,11 @@ def check_a():
     if set(names) - set(expected):
         print(f"  note: other objects under ds/: {sorted(set(names) - set(expected))}")
     check(not uploads_under("ds"), "a: no multipart upload is left open")
+    sizes = json.loads(get("ds/sizes.json")) if "ds/sizes.json" in objects else None
     shards = read_shards(s3_files("ds"))
+    counted = {f"{number:05d}.tar": sum(1 for member in shard.get("tar", {}) if member.endswith(".png"))
+               for number, shard in shards.items()}
+    check(sizes == counted, "a: sizes.json is under ds/ and counts each tar's samples", f"sizes.json {sizes}, tars {counted}")
     state["a_shards"] = shards
     check_shards(shards, "a")
     tars = {k: v for k, v in objects.items() if k.endswith(".tar")}

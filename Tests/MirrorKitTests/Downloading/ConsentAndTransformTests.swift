@@ -79,14 +79,7 @@ struct ImageTransformTests {
 
     /// A verified image of `data` in a temporary file.
     private func image(_ data: Data) throws -> VerifiedImage {
-        let temporary = try AtomicFile.makeTemporary(in: folder.url)
-        try data.write(to: temporary.url)
-        close(temporary.descriptor)
-        return VerifiedImage(
-            url: URL(string: "http://h.test/a")!, effectiveURL: URL(string: "http://h.test/a")!, temporaryFile: temporary.url,
-            info: try validator.validate(data), bytes: Int64(data.count), sha256: sha256Hex(data), source: .none, attempts: 1,
-            fetchedAt: Date()
-        )
+        try folder.verifiedImage(data, validator: validator)
     }
 
     @Test(arguments: [

@@ -13,6 +13,18 @@ final class TemporaryDirectory: Sendable {
         try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     }
 
+    /// A verified image of `data` in a temporary file here, as a download leaves one.
+    func verifiedImage(_ data: Data, validator: ImageValidator = ImageValidator()) throws -> VerifiedImage {
+        let temporary = try AtomicFile.makeTemporary(in: url)
+        try data.write(to: temporary.url)
+        close(temporary.descriptor)
+        return VerifiedImage(
+            url: URL(string: "http://h.test/a")!, effectiveURL: URL(string: "http://h.test/a")!, temporaryFile: temporary.url,
+            info: try validator.validate(data), bytes: Int64(data.count), sha256: sha256Hex(data), source: .none, attempts: 1,
+            fetchedAt: Date()
+        )
+    }
+
     /// Names of the files inside, hidden ones included.
     var fileNames: [String] {
         ((try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? []).sorted()

@@ -17,14 +17,7 @@ struct ImageCodecsTests {
         .appendingPathComponent("MirrorImagesTests/Samples")
 
     private func image(_ data: Data) throws -> VerifiedImage {
-        let temporary = try AtomicFile.makeTemporary(in: folder.url)
-        try data.write(to: temporary.url)
-        close(temporary.descriptor)
-        return VerifiedImage(
-            url: URL(string: "http://h.test/a")!, effectiveURL: URL(string: "http://h.test/a")!, temporaryFile: temporary.url,
-            info: try validator.validate(data), bytes: Int64(data.count), sha256: sha256Hex(data), source: .none, attempts: 1,
-            fetchedAt: Date()
-        )
+        try folder.verifiedImage(data, validator: validator)
     }
 
     private func transformed(_ data: Data, _ transform: ImageTransform) throws -> (VerifiedImage, Data) {
@@ -127,6 +120,26 @@ struct ImageCodecsTests {
         #expect(whole.rgb(10, 128)[0] > 180 && whole.rgb(245, 128)[2] > 180)
     }
 
+    @Test(arguments: [TJSAMP_420, TJSAMP_422, TJSAMP_444, TJSAMP_GRAY])
+    func aJPEGStaysInYCbCrAndLandsWhereItShould(subsampling: TJSAMP) throws {
+        // Given a 300×200 JPEG, its left half bright and its right half dark (yellow and blue, or grey)
+        let jpeg = try #require(TestPixels.jpeg(width: 300, height: 200, subsampling: subsampling) { x, _ in x < 150 ? [240, 200, 60] : [20, 20, 120] })
+
+        // When it is fitted into 149 px: an odd size, which the 4:2:0 planes pad to even
+        let (result, bytes) = try transformed(jpeg, ImageTransform(fit: .keepRatio, size: 149, encoding: .jpeg))
+
+        // Then it is 149×99, and the edge between the halves is still in the middle, not stretched into the padding
+        let pixels = try #require(TestPixels.decodeJPEG(bytes))
+        #expect(result.info.width == 149 && result.info.height == 99)
+        #expect(pixels.width == 149 && pixels.height == 99)
+        let (left, right, last) = (pixels.rgb(70, 50), pixels.rgb(79, 50), pixels.rgb(148, 98))
+        let brightness = { (pixel: [UInt8]) in pixel.reduce(0) { $0 + Int($1) } }
+        #expect(brightness(left) > 400, "left \(left)")
+        #expect(brightness(right) < 200, "right \(right)")
+        #expect(brightness(last) < 200, "the last pixel \(last) is the dark half's")
+        if subsampling != TJSAMP_GRAY { #expect(left[0] > 200 && left[2] < 110 && right[2] > 90, "colours \(left) \(right)") }
+    }
+
     @Test(arguments: [(6, 20, 40), (3, 40, 20), (8, 20, 40)])
     func exifOrientationIsAppliedBeforeTheFit(orientation: UInt8, width: Int, height: Int) throws {
         // Given an 80×40 JPEG, red on its left, whose EXIF orientation is `orientation`
@@ -188,14 +201,14 @@ enum TestPixels {
     }
 
     /// A JPEG (quality 95) of RGB pixels from `color(x, y)`.
-    static func jpeg(width: Int, height: Int, color: (Int, Int) -> [UInt8]) -> Data? {
+    static func jpeg(width: Int, height: Int, subsampling: TJSAMP = TJSAMP_444, color: (Int, Int) -> [UInt8]) -> Data? {
         var pixels = [UInt8]()
         for y in 0..<height { for x in 0..<width { pixels += color(x, y) } }
         guard let handle = tjInitCompress() else { return nil }
         defer { tjDestroy(handle) }
         var buffer: UnsafeMutablePointer<UInt8>?
         var size: UInt = 0
-        guard tjCompress2(handle, pixels, Int32(width), 0, Int32(height), Int32(TJPF_RGB.rawValue), &buffer, &size, Int32(TJSAMP_444.rawValue), 95, 0) == 0,
+        guard tjCompress2(handle, pixels, Int32(width), 0, Int32(height), Int32(TJPF_RGB.rawValue), &buffer, &size, Int32(subsampling.rawValue), 95, 0) == 0,
               let buffer else { return nil }
         defer { tjFree(buffer) }
         return Data(bytes: buffer, count: Int(size))
