@@ -131,6 +131,25 @@ static inline int mirror_codecs_orient(struct mirror_codecs_pixels *pixels, int 
     return 0;
 }
 
+/// The size a JPEG of `width` × `height` decodes to at the smallest DCT scale that still covers what the fit needs
+/// (an EXIF orientation swaps the sides, not their lengths, so it does not change the choice).
+static inline void mirror_codecs_jpeg_scaled_size(int width, int height, int fit, int size, int *scaledWidth, int *scaledHeight) {
+    double needed = mirror_codecs_needed_scale(width, height, fit, size);
+    int count = 0;
+    tjscalingfactor *factors = tjGetScalingFactors(&count);
+    *scaledWidth = width;
+    *scaledHeight = height;
+    for (int index = 0; index < count; index++) {
+        tjscalingfactor factor = factors[index];
+        if (factor.num > factor.denom) continue;
+        int w = TJSCALED(width, factor), h = TJSCALED(height, factor);
+        if ((double)factor.num / factor.denom >= needed && (double)w * h < (double)*scaledWidth * *scaledHeight) {
+            *scaledWidth = w;
+            *scaledHeight = h;
+        }
+    }
+}
+
 static inline int mirror_codecs_decode_jpeg(const unsigned char *input, size_t length, int fit, int size,
                                             struct mirror_codecs_pixels *pixels, char *error, size_t capacity) {
     tjhandle handle = tjInitDecompress();
@@ -142,20 +161,8 @@ static inline int mirror_codecs_decode_jpeg(const unsigned char *input, size_t l
     } else if (colorspace == TJCS_CMYK || colorspace == TJCS_YCCK) {
         status = MIRROR_CODECS_UNSUPPORTED;  // libvips converts CMYK with a colour profile
     } else {
-        // The smallest DCT scale that keeps what the fit needs (orientation swaps the sides, not their lengths).
-        double needed = mirror_codecs_needed_scale(width, height, fit, size);
-        int count = 0;
-        tjscalingfactor *factors = tjGetScalingFactors(&count);
-        int scaledWidth = width, scaledHeight = height;
-        for (int index = 0; index < count; index++) {
-            tjscalingfactor factor = factors[index];
-            if (factor.num > factor.denom) continue;
-            int w = TJSCALED(width, factor), h = TJSCALED(height, factor);
-            if ((double)factor.num / factor.denom >= needed && (double)w * h < (double)scaledWidth * scaledHeight) {
-                scaledWidth = w;
-                scaledHeight = h;
-            }
-        }
+        int scaledWidth, scaledHeight;
+        mirror_codecs_jpeg_scaled_size(width, height, fit, size, &scaledWidth, &scaledHeight);
         if (mirror_codecs_allocate(pixels, scaledWidth, scaledHeight, 3, error, capacity) == 0) {
             if (tjDecompress2(handle, input, (unsigned long)length, pixels->data, scaledWidth, 0, scaledHeight, TJPF_RGB, TJFLAG_LIMITSCANS) != 0
                 && tjGetErrorCode(handle) == TJERR_FATAL) {
@@ -451,16 +458,8 @@ static inline int mirror_codecs_jpeg_planes(const unsigned char *input, size_t l
         tjDestroy(handle);
         return MIRROR_CODECS_UNSUPPORTED;
     }
-    double needed = mirror_codecs_needed_scale(w, h, fit, size);
-    int count = 0;
-    tjscalingfactor *factors = tjGetScalingFactors(&count);
-    int sw = w, sh = h;
-    for (int index = 0; index < count; index++) {
-        tjscalingfactor factor = factors[index];
-        if (factor.num > factor.denom) continue;
-        int fw = TJSCALED(w, factor), fh = TJSCALED(h, factor);
-        if ((double)factor.num / factor.denom >= needed && (double)fw * fh < (double)sw * sh) { sw = fw; sh = fh; }
-    }
+    int sw, sh;
+    mirror_codecs_jpeg_scaled_size(w, h, fit, size, &sw, &sh);
     int gray = subsampling == TJSAMP_GRAY, count_planes = gray ? 1 : 3;
     int outSubsampling = gray ? TJSAMP_GRAY : TJSAMP_420;
     struct mirror_codecs_geometry g = mirror_codecs_geometry_of(sw, sh, fit, size, onlyIfBigger);
