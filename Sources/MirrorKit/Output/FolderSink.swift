@@ -108,9 +108,8 @@ extension ManifestRecord {
             licenseURL: provenance.licenseURL, width: image.info.width, height: image.info.height, bytes: image.bytes,
             sha256: image.sha256, format: image.info.format.rawValue, query: provenance.query, fetchedAt: image.fetchedAt,
             key: provenance.key, caption: provenance.caption, label: provenance.label,
-            originalWidth: image.originalWidth ?? image.info.width, originalHeight: image.originalHeight ?? image.info.height,
-            originalFormat: (image.originalFormat ?? image.info.format).rawValue, originalBytes: image.originalBytes ?? image.bytes,
-            columns: provenance.columns
+            originalWidth: image.originalWidth, originalHeight: image.originalHeight, originalFormat: image.originalFormat?.rawValue,
+            originalBytes: image.originalBytes, columns: provenance.columns
         )
     }
 }

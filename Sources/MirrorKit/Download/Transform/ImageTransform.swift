@@ -85,8 +85,9 @@ public struct ImageTransform: Sendable, Hashable {
         return String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }()
 
-    /// Applies the transform: the result is a new temporary file beside the original, which is removed.
-    /// - Throws: ``Failure`` when libvips cannot read or write the image (the original is removed too).
+    /// Applies the transform: the result replaces the download's temporary file (``replaceContents(of:with:)``); an
+    /// image ``keepsAsServed(_:)`` is returned as it is.
+    /// - Throws: ``Failure`` when the image cannot be read or written (the download is removed too).
     func apply(to image: VerifiedImage, validator: ImageValidator) throws(Failure) -> VerifiedImage {
         if keepsAsServed(image.info.format) { return image }
         let data: Data
@@ -158,7 +159,7 @@ public struct ImageTransform: Sendable, Hashable {
     }
 
     /// Transforms an image's bytes (downloaded as `format`) and returns the new file's bytes.
-    /// - Throws: ``Failure`` when libvips cannot read or write the image.
+    /// - Throws: ``Failure`` when the codecs (or libvips, for the other formats) cannot read or write the image.
     public func transform(_ input: Data, format: ImageFormat) throws(Failure) -> Data {
         if let data = try codecsTransform(input, format: format) { return data }
         return try vipsTransform(input, format: format)
@@ -166,9 +167,7 @@ public struct ImageTransform: Sendable, Hashable {
 
     /// The transform through the codecs themselves, or `nil` for an image they leave to libvips.
     private func codecsTransform(_ input: Data, format: ImageFormat) throws(Failure) -> Data? {
-        let codes: [ImageFormat: Int32] = [.jpeg: Int32(MIRROR_CODECS_JPEG.rawValue), .png: Int32(MIRROR_CODECS_PNG.rawValue),
-                                           .webp: Int32(MIRROR_CODECS_WEBP.rawValue), .gif: Int32(MIRROR_CODECS_GIF.rawValue)]
-        guard let inputCode = codes[format], let outputCode = codes[outputFormat(for: format)] else { return nil }
+        guard let inputCode = Self.codecsCode(format), let outputCode = Self.codecsCode(outputFormat(for: format)) else { return nil }
         var output: UnsafeMutablePointer<UInt8>?
         var length = 0
         var final = (width: Int32(0), height: Int32(0))
@@ -184,6 +183,17 @@ public struct ImageTransform: Sendable, Hashable {
             throw Failure(message: String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
         }
         return Data(bytesNoCopy: UnsafeMutableRawPointer(output), count: length, deallocator: .custom { pointer, _ in mirror_codecs_free(pointer) })
+    }
+
+    /// CCodecs' code of a format it reads and writes, or `nil`.
+    private static func codecsCode(_ format: ImageFormat) -> Int32? {
+        switch format {
+        case .jpeg: Int32(MIRROR_CODECS_JPEG.rawValue)
+        case .png: Int32(MIRROR_CODECS_PNG.rawValue)
+        case .webp: Int32(MIRROR_CODECS_WEBP.rawValue)
+        case .gif: Int32(MIRROR_CODECS_GIF.rawValue)
+        case .bmp, .tiff, .avif, .heif: nil
+        }
     }
 
     /// The transform through libvips.

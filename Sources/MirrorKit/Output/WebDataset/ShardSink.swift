@@ -247,11 +247,7 @@ public final class ShardSink: ImageSink {
     private func enqueue(index: Int, shard: OpenShard) {
         writer.submit { [self] in
             do {
-                try write(index: index, shard: shard)
-                let saved = shard.rows.values.reduce(0) { count, row in
-                    if case .saved = row { return count + 1 }
-                    return count
-                }
+                let saved = try write(index: index, shard: shard)
                 state.withLock {
                     $0.complete.insert(index)
                     $0.written += 1
@@ -265,16 +261,17 @@ public final class ShardSink: ImageSink {
     }
 
     /// Writes shard `index`: its tar, its records, then its stats; with a store, uploads the three in that order.
-    private func write(index: Int, shard: OpenShard) throws {
+    /// - Returns: the samples it holds.
+    private func write(index: Int, shard: OpenShard) throws -> Int {
         let directory = configuration.store == nil ? configuration.directory : hidden
         let number = configuration.number(ofShard: index)
-        let name = zeroPadded(number, width: 5)  // 00000, 00001, … (wider past 99,999), as ShardFileName.name(of:_:)
         let sync = configuration.isSyncEnabled && configuration.store == nil
         var stats = ShardStats(shard: number)
         stats.copy = configuration.shard
         stats.started = shard.startedAt
         var lines = Data()
-        let tar = try TarWriter(destination: directory.appendingPathComponent(name + ".tar"), staging: hidden)
+        let files = [ShardFileName.Kind.tar, .records, .stats].map { directory.appendingPathComponent(ShardFileName.name(of: number, $0)) }
+        let tar = try TarWriter(destination: files[0], staging: hidden)
         for position in shard.rows.keys.sorted() {
             stats.rows += 1
             switch shard.rows[position]! {
@@ -302,7 +299,6 @@ public final class ShardSink: ImageSink {
             }
         }
         try tar.commit(sync: sync)
-        let files = [name + ".tar", name + ".jsonl", name + "_stats.json"].map { directory.appendingPathComponent($0) }
         try AtomicFile.writeFile(lines, to: files[1], sync: sync, staging: hidden)
         if let store = configuration.store {
             try store.deliver(files[..<2])
@@ -318,6 +314,7 @@ public final class ShardSink: ImageSink {
             if sync { try AtomicFile.syncDirectory(directory) }
         }
         for case let .saved(image, _) in shard.rows.values { AtomicFile.remove(image.temporaryFile) }
+        return stats.saved
     }
 
     // MARK: The folder
