@@ -9,7 +9,9 @@ struct DownloadContext: Sendable {
     let transferTemplate: TransferRequest
     let validator: ImageValidator
     let cache: ImageCache?
-    let verifyQueue: DispatchQueue
+    /// The download queue's own threads (its `underlyingQueue`): where a transfer's completion is verified, off the
+    /// driver thread.
+    let threads: DispatchQueue
     /// Body buffers, reused from one transfer to the next (see ``HashingFileSink``).
     let buffers: BufferPool
     /// The manager's observer, called synchronously on whichever thread the event happens; nil for none.

@@ -4,11 +4,13 @@ import MirrorTransport
 
 /// Downloads images concurrently into folders, verifies every one, and retries politely.
 ///
-/// An `OperationQueue` of asynchronous `ImageDownloadOperation`s decides what runs (at most
-/// `concurrency` at once, each cancellable on its own); a `HostGate` in front of the queue keeps every
-/// host under `perHost` requests and holds throttled hosts back; one `CurlMultiDriver` thread does all
-/// the I/O. A failed attempt is retried by `RetryPolicy` (never sooner than a `Retry-After` asks) as a
-/// fresh operation, so a waiting retry holds no slot.
+/// One scheduler: an `OperationQueue` of asynchronous `ImageDownloadOperation`s decides what runs (at most
+/// `concurrency` at once, each cancellable on its own), and its own threads verify each image when its transfer ends.
+/// In front of it, under the manager's one lock, a ``HostLimits`` value keeps every host under `perHost` requests and
+/// holds throttled hosts back; it is told what happened and answers with the downloads to start. One
+/// `CurlMultiDriver` thread does all the I/O. A failed attempt is retried by `RetryPolicy` (never sooner than a
+/// `Retry-After` asks) as a fresh operation, so a waiting retry holds no slot; one timer wakes the retries and the
+/// slowed-down hosts whose time has come.
 ///
 /// Each download ends in exactly one `DownloadResult`, delivered on an arbitrary thread: a
 /// `VerifiedImage` in a temporary file inside the request's folder (publish it with `AtomicFile`, or
@@ -37,7 +39,7 @@ public final class DownloadManager: Sendable {
         public var timeout: Duration?
         /// Stall detection. Default: under 1,000 bytes/s for 20 s.
         public var stall = TransferRequest.StallPolicy()
-        /// The clock and the sleep of retry delays and host cool-downs. Default ``Sleeper/real``.
+        /// The clock and the sleep of the manager's one timer (retry delays, host slow-downs). Default ``Sleeper/real``.
         public var sleeper: Sleeper = .real
         /// The `User-Agent`. Default `mirror/<version> libcurl/<version>`.
         public var userAgent: String = MirrorVersion.userAgent
@@ -60,31 +62,44 @@ public final class DownloadManager: Sendable {
 
     public let configuration: Configuration
 
+    /// The one scheduler: decides what runs (at most `concurrency` operations), and its threads run each operation's
+    /// verification when its transfer ends.
     private let queue: OperationQueue
-    private let gate: HostGate
     /// The transport.
     let loader: any HTTPLoading
     /// Stops the driver this manager made for itself; nil when it was given a loader (whose owner stops it).
     private let ownedDriver: CurlMultiDriver?
     private let context: DownloadContext
-    private let state = Locked(State())
+    private let state: Locked<State>
 
     private struct Ticket {
         let request: DownloadRequest
+        let host: String
         let completion: @Sendable (DownloadResult) -> Void
         var attempt = 1
-        var gateID: Int?
-        var operation: ImageDownloadOperation?
+        var phase = Phase.waitingForHost
         var cancelled = false
-        /// Between attempts: waiting for the retry timer, holding no slot.
-        var waitingForRetry = false
+    }
+
+    private enum Phase {
+        /// Waiting in ``HostLimits`` for a slot on its host.
+        case waitingForHost
+        /// An operation holds a slot on the host (queued for a thread, or transferring, or verifying).
+        case running(ImageDownloadOperation)
+        /// Between attempts, until this time, holding no slot.
+        case waitingForRetry(until: ContinuousClock.Instant)
     }
 
     private struct State {
         var tickets: [Int: Ticket] = [:]
         var nextID = 0
+        var limits: HostLimits
         var idleWaiters: [CheckedContinuation<Void, Never>] = []
         var random = SystemRandomNumberGenerator()
+        /// Tickets in ``Phase/waitingForRetry(until:)``.
+        var retriesWaiting = 0
+        /// The one timer (retry delays and host slow-downs): when it fires, and its task.
+        var timer: (deadline: ContinuousClock.Instant, task: Task<Void, Never>)?
     }
 
     /// Builds a manager; it makes its own ``CurlMultiDriver`` unless given a loader (which it then does not shut down).
@@ -97,10 +112,12 @@ public final class DownloadManager: Sendable {
         let ownedDriver = loader == nil ? CurlMultiDriver() : nil
         self.ownedDriver = ownedDriver
         self.loader = loader ?? ownedDriver!
+        let threads = DispatchQueue(label: "mirror.downloads", attributes: .concurrent)
         queue = OperationQueue()
         queue.name = "mirror.downloads"
+        queue.underlyingQueue = threads
         queue.maxConcurrentOperationCount = max(1, configuration.concurrency)
-        gate = HostGate(perHost: configuration.perHost, sleeper: configuration.sleeper)
+        state = Locked(State(limits: HostLimits(perHost: configuration.perHost)))
         var template = TransferRequest(url: URL(string: "http://localhost/")!)
         template.userAgent = configuration.userAgent
         template.connectTimeout = configuration.connectTimeout
@@ -112,7 +129,7 @@ public final class DownloadManager: Sendable {
             transferTemplate: template,
             validator: ImageValidator(pixelLimit: configuration.pixelLimit),
             cache: configuration.cache,
-            verifyQueue: DispatchQueue(label: "mirror.verify", attributes: .concurrent),
+            threads: threads,
             buffers: BufferPool(size: HashingFileSink.memoryLimit(concurrency: configuration.concurrency)),
             observer: onEvent
         )
@@ -127,13 +144,17 @@ public final class DownloadManager: Sendable {
     /// Starts downloading one image; `completion` runs exactly once, on an arbitrary thread.
     @discardableResult
     public func download(_ request: DownloadRequest, completion: @escaping @Sendable (DownloadResult) -> Void) -> DownloadTicket {
-        let id = state.withLock { state in
+        let now = configuration.sleeper.now()
+        let (id, admission, operation) = state.withLock { state -> (Int, HostLimits.Admission, ImageDownloadOperation?) in
             state.nextID += 1
-            state.tickets[state.nextID] = Ticket(request: request, completion: completion)
-            return state.nextID
+            let id = state.nextID
+            state.tickets[id] = Ticket(request: request, host: request.url.host ?? "", completion: completion)
+            let admission = state.limits.request(id, host: request.url.host ?? "", now: now)
+            return (id, admission, admission == .start ? start(id, in: &state) : nil)
         }
         context.emit(.queued(request.url))
-        submit(id)
+        if let operation { queue.addOperation(operation) }
+        if admission == .waitForTime { armTimer() }
         return DownloadTicket(id: id, manager: self)
     }
 
@@ -154,6 +175,9 @@ public final class DownloadManager: Sendable {
     /// Downloads in progress or waiting (including waiting retries).
     public var pendingCount: Int { state.withLock { $0.tickets.count } }
 
+    /// Hosts with per-host state kept (limits, slow-downs, waiting downloads).
+    var trackedHostCount: Int { state.withLock { $0.limits.hostCount } }
+
     /// Returns when no download is pending.
     public func waitUntilIdle() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
@@ -170,119 +194,159 @@ public final class DownloadManager: Sendable {
 
     /// Cancels one download; its completion reports `.cancelled` unless it already ended.
     public func cancel(_ ticket: DownloadTicket) {
-        cancel(id: ticket.id)
+        cancel(ids: [ticket.id])
     }
 
     /// Cancels every pending download.
     public func cancelAll() {
-        let ids = state.withLock { Array($0.tickets.keys) }
-        for id in ids { cancel(id: id) }
+        cancel(ids: state.withLock { Array($0.tickets.keys) })
     }
 
     /// Cancels everything, waits for the completions, and stops the driver if this manager made it.
     public func shutdown() async {
         cancelAll()
         await waitUntilIdle()
+        state.withLock { state in
+            state.timer?.task.cancel()
+            state.timer = nil
+        }
         ownedDriver?.shutdown()
     }
 
-    private func cancel(id: Int) {
-        let (operation, endNow) = state.withLock { state -> (ImageDownloadOperation?, Bool) in
-            guard var ticket = state.tickets[id], !ticket.cancelled else { return (nil, false) }
-            ticket.cancelled = true
-            state.tickets[id] = ticket
-            // Between attempts there is nothing to stop: end now rather than when the (maybe 30 s) timer fires.
-            if ticket.waitingForRetry { return (nil, true) }
-            let host = ticket.request.url.host ?? ""
-            if let gateID = ticket.gateID, gate.withdraw(host: host, id: gateID) {
-                return (nil, true)
+    private func cancel(ids: [Int]) {
+        var running: [ImageDownloadOperation] = []
+        var ended: [Int] = []
+        state.withLock { state in
+            for id in ids {
+                guard var ticket = state.tickets[id], !ticket.cancelled else { continue }
+                ticket.cancelled = true
+                state.tickets[id] = ticket
+                switch ticket.phase {
+                case let .running(operation):
+                    running.append(operation)
+                case .waitingForRetry:
+                    // Nothing to stop: end now rather than when the (maybe 30 s) timer fires.
+                    state.retriesWaiting -= 1
+                    ended.append(id)
+                case .waitingForHost:
+                    if state.limits.withdraw(id, host: ticket.host) { ended.append(id) }
+                }
             }
-            return (ticket.operation, false)
         }
-        if endNow {
-            end(id, .failure(.cancelled))
-        } else {
-            operation?.cancel()
-        }
+        for id in ended { end(id, .failure(.cancelled)) }
+        for operation in running { operation.cancel() }
     }
 
     // MARK: Attempts
 
-    private func submit(_ id: Int) {
-        guard let (request, attempt) = state.withLock({ state -> (DownloadRequest, Int)? in
-            guard let ticket = state.tickets[id] else { return nil }
-            return (ticket.request, ticket.attempt)
-        }) else { return }
-        let host = request.url.host ?? ""
-        let gateID = gate.submit(host: host) { [self] in
-            let operation = ImageDownloadOperation(request: request, attempt: attempt, context: context) { [self] outcome in
-                attemptFinished(id, host: host, outcome: outcome)
-            }
-            let cancelled = state.withLock { state -> Bool in
-                state.tickets[id]?.operation = operation
-                return state.tickets[id]?.cancelled ?? true
-            }
-            if cancelled { operation.cancel() }
-            queue.addOperation(operation)
+    /// Makes the operation of a ticket that just got a slot on its host (under the lock; the caller adds it to the queue).
+    private func start(_ id: Int, in state: inout State) -> ImageDownloadOperation? {
+        guard var ticket = state.tickets[id] else { return nil }
+        let operation = ImageDownloadOperation(request: ticket.request, attempt: ticket.attempt, context: context) { [self] outcome in
+            attemptFinished(id, outcome: outcome)
         }
+        if ticket.cancelled { operation.cancel() }
+        ticket.phase = .running(operation)
+        state.tickets[id] = ticket
+        return operation
+    }
+
+    /// What follows an attempt, decided under one lock: the host's limits, the retry, and the downloads that start.
+    private func attemptFinished(_ id: Int, outcome: ImageDownloadOperation.Outcome) {
+        let now = configuration.sleeper.now()
+        enum Next {
+            case end(DownloadResult)
+            case retry(URL, attempt: Int, delay: Duration, reason: String)
+        }
+        let (next, starts, needsTimer) = state.withLock { state -> (Next?, [ImageDownloadOperation], Bool) in
+            guard var ticket = state.tickets[id] else { return (nil, [], false) }
+            let next: Next
+            let hostOutcome: HostLimits.Outcome
+            switch outcome {
+            case let .verified(image):
+                hostOutcome = .success
+                if ticket.cancelled {
+                    AtomicFile.remove(image.temporaryFile)
+                    next = .end(.failure(.cancelled))
+                } else {
+                    next = .end(.success(image))
+                }
+            case let .failed(error, retryable, retryAfter, throttled):
+                hostOutcome = throttled ? .throttled(retryAfter: retryAfter) : .failure
+                let decision = ticket.cancelled ? .giveUp : configuration.retry.decision(
+                    afterAttempt: ticket.attempt, retryable: retryable, retryAfter: retryAfter, using: &state.random
+                )
+                switch decision {
+                case .giveUp:
+                    next = .end(.failure(ticket.cancelled ? .cancelled : error))
+                case let .retry(delay):
+                    ticket.attempt += 1
+                    ticket.phase = .waitingForRetry(until: now + delay)
+                    state.tickets[id] = ticket
+                    state.retriesWaiting += 1
+                    next = .retry(ticket.request.url, attempt: ticket.attempt, delay: delay, reason: error.description)
+                }
+            }
+            let ids = state.limits.finished(host: ticket.host, outcome: hostOutcome, now: now)
+            let needsTimer: Bool = switch (next, hostOutcome) {
+            case (.retry, _), (_, .throttled(retryAfter: .some)): true
+            default: false
+            }
+            return (next, ids.compactMap { start($0, in: &state) }, needsTimer)
+        }
+        switch next {
+        case nil:
+            break
+        case let .end(result):
+            if case let .success(image) = result {
+                context.emit(.verified(image.url, image.info, bytes: image.bytes, source: image.source))
+            }
+            end(id, result)
+        case let .retry(url, attempt, delay, reason):
+            context.emit(.retrying(url, attempt: attempt, delay: delay, reason: reason))
+        }
+        for operation in starts { queue.addOperation(operation) }
+        if needsTimer { armTimer() }
+    }
+
+    /// Arms the one timer for the earliest retry or host slow-down, unless it is already set for that time or sooner.
+    private func armTimer() {
+        let sleeper = configuration.sleeper
         state.withLock { state in
-            // Only meaningful while the work waits at the gate; harmless once it started.
-            state.tickets[id]?.gateID = gateID
+            let retry = state.retriesWaiting == 0 ? nil : state.tickets.values.lazy.compactMap { ticket -> ContinuousClock.Instant? in
+                if case let .waitingForRetry(until) = ticket.phase { until } else { nil }
+            }.min()
+            guard let deadline = [retry, state.limits.nextDeadline].compactMap({ $0 }).min() else { return }
+            if let timer = state.timer, timer.deadline <= deadline { return }
+            state.timer?.task.cancel()
+            let delay = deadline - sleeper.now()
+            let task = Task { [weak self] in
+                guard (try? await sleeper.sleep(delay)) != nil else { return }
+                self?.timerFired(deadline)
+            }
+            state.timer = (deadline, task)
         }
     }
 
-    private func attemptFinished(_ id: Int, host: String, outcome: ImageDownloadOperation.Outcome) {
-        switch outcome {
-        case let .verified(image):
-            gate.finished(host: host, outcome: .success)
-            if state.withLock({ $0.tickets[id]?.cancelled ?? true }) {
-                AtomicFile.remove(image.temporaryFile)
-                end(id, .failure(.cancelled))
-                return
+    /// Retries whose delay is over ask their hosts again; hosts whose slow-down ended let their waiting downloads start.
+    private func timerFired(_ deadline: ContinuousClock.Instant) {
+        let now = max(configuration.sleeper.now(), deadline)
+        let starts = state.withLock { state -> [ImageDownloadOperation] in
+            if state.timer?.deadline == deadline { state.timer = nil }
+            var ids = state.limits.wake(now: now)
+            let due = state.retriesWaiting == 0 ? [] : state.tickets.compactMap { id, ticket -> (Int, String)? in
+                guard case let .waitingForRetry(until) = ticket.phase, until <= now else { return nil }
+                return (id, ticket.host)
             }
-            context.emit(.verified(image.url, image.info, bytes: image.bytes, source: image.source))
-            end(id, .success(image))
-        case let .failed(error, retryable, retryAfter, throttled):
-            gate.finished(host: host, outcome: throttled ? .throttled(retryAfter: retryAfter) : .failure)
-            let decision = state.withLock { state -> RetryPolicy.Decision? in
-                guard var ticket = state.tickets[id] else { return nil }
-                if ticket.cancelled { return .giveUp }
-                let decision = configuration.retry.decision(
-                    afterAttempt: ticket.attempt, retryable: retryable, retryAfter: retryAfter, using: &state.random
-                )
-                if case .retry = decision {
-                    ticket.attempt += 1
-                    ticket.operation = nil
-                    ticket.gateID = nil
-                    ticket.waitingForRetry = true
-                    state.tickets[id] = ticket
-                }
-                return decision
+            for (id, host) in due {
+                state.tickets[id]?.phase = .waitingForHost
+                state.retriesWaiting -= 1
+                if state.limits.request(id, host: host, now: now) == .start { ids.append(id) }
             }
-            switch decision {
-            case nil:
-                return
-            case .giveUp:
-                let cancelled = state.withLock { $0.tickets[id]?.cancelled ?? false }
-                end(id, .failure(cancelled ? .cancelled : error))
-            case let .retry(delay):
-                let url = state.withLock { $0.tickets[id]?.request.url }
-                if let url {
-                    let attempt = state.withLock { $0.tickets[id]?.attempt ?? 0 }
-                    context.emit(.retrying(url, attempt: attempt, delay: delay, reason: error.description))
-                }
-                configuration.sleeper.after(delay) { [self] in
-                    // A ticket cancelled meanwhile has already ended; the rest go on with their next attempt.
-                    let proceed = state.withLock { state -> Bool in
-                        guard var ticket = state.tickets[id], !ticket.cancelled else { return false }
-                        ticket.waitingForRetry = false
-                        state.tickets[id] = ticket
-                        return true
-                    }
-                    if proceed { submit(id) }
-                }
-            }
+            return ids.compactMap { start($0, in: &state) }
         }
+        for operation in starts { queue.addOperation(operation) }
+        armTimer()
     }
 
     private func end(_ id: Int, _ result: DownloadResult) {
@@ -299,7 +363,6 @@ public final class DownloadManager: Sendable {
         ticket.completion(result)
         for waiter in waiters { waiter.resume() }
     }
-
 }
 
 /// A handle on one download, for cancelling it.

@@ -6,8 +6,9 @@ import MirrorTransport
 /// temporary file in the destination folder (hashing as it goes), verifies the bytes, and finishes
 /// from its transfer's completion.
 ///
-/// The transfer runs on the shared multi driver; this operation only holds a queue slot while it is in
-/// flight. Verification runs on the manager's verification queue, never on the driver thread.
+/// The transfer runs on the shared multi driver; this operation holds a queue slot while it is in flight. When the
+/// transfer ends, the operation verifies the body on the download queue's own threads (never on the driver thread)
+/// and only then finishes.
 /// Cancelling cancels the transfer at once; the temporary file is always removed unless the outcome
 /// is a verified image, which then belongs to whoever publishes it.
 final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
@@ -58,8 +59,8 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
         transferRequest.destination = .sink(sink)
         context.emit(.started(request.url, attempt: attempt))
         let task = context.loader.load(transferRequest) { [self] result in
-            // Off the driver thread before anything touches the disk.
-            context.verifyQueue.async {
+            // Off the driver thread, onto the queue's own, before anything touches the disk.
+            context.threads.async {
                 self.end(self.conclude(result, sink: sink, temporary: temporary))
             }
         }

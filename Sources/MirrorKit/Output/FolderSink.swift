@@ -51,7 +51,7 @@ public final class FolderSink: ImageSink {
         folder.contains(normalizedURL: normalizedURL, label: label?.name)
     }
 
-    public func publish(_ image: VerifiedImage, stem: String, provenance: ImageProvenance) async -> PublishOutcome {
+    public func publish(_ image: VerifiedImage, stem: String, provenance: ImageProvenance, completion: @escaping @Sendable (PublishOutcome) -> Void) {
         var name: (@Sendable (Int) -> String)?
         if let template = nameTemplate {
             name = { index in
@@ -65,16 +65,14 @@ public final class FolderSink: ImageSink {
         let label = self.label
         var provenance = provenance
         provenance.label = label?.name ?? provenance.label
-        return await withCheckedContinuation { [provenance] continuation in
-            committer.commit(ImageCommitter.Item(
-                image: image,
-                stem: stem,
-                name: naming,
-                record: { file in ManifestRecord(file: file, image: image, provenance: provenance) },
-                label: label,
-                completion: { continuation.resume(returning: $0) }
-            ))
-        }
+        committer.commit(ImageCommitter.Item(
+            image: image,
+            stem: stem,
+            name: naming,
+            record: { [provenance] file in ManifestRecord(file: file, image: image, provenance: provenance) },
+            label: label,
+            completion: completion
+        ))
     }
 
     public func settle(url: URL, provenance: ImageProvenance, as outcome: SettledOutcome) {

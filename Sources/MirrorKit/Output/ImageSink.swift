@@ -116,8 +116,9 @@ public protocol ImageSink: Sendable {
     func contains(normalizedURL: String, provenance: ImageProvenance) -> Bool
 
     /// Publishes a verified image under a name made from `stem` (the temporary file is the sink's from now on:
-    /// published or removed).
-    func publish(_ image: VerifiedImage, stem: String, provenance: ImageProvenance) async -> PublishOutcome
+    /// published or removed), and calls `completion` with how it ended, once, on any thread (a callback, so that the
+    /// image goes on from the thread that verified it, with no task in between).
+    func publish(_ image: VerifiedImage, stem: String, provenance: ImageProvenance, completion: @escaping @Sendable (PublishOutcome) -> Void)
 
     /// Records, best effort, how the image at `url` ended without being published, so that a later run can skip it
     /// (the folder keeps failures) and so that sinks that account for every row (shards) can close them.
@@ -136,4 +137,11 @@ public protocol ImageSink: Sendable {
 
 extension ImageSink {
     public func finish(sourceExhausted: Bool) async {}
+
+    /// Publishes a verified image (see ``publish(_:stem:provenance:completion:)``) and returns how it ended.
+    public func publish(_ image: VerifiedImage, stem: String, provenance: ImageProvenance) async -> PublishOutcome {
+        await withCheckedContinuation { continuation in
+            publish(image, stem: stem, provenance: provenance) { continuation.resume(returning: $0) }
+        }
+    }
 }

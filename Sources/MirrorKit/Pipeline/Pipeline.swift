@@ -149,35 +149,35 @@ public struct Pipeline: Sendable {
         var sourceError: (any Error)?
         var exhausted = false
         await withTaskCancellationHandler {
-            await withTaskGroup(of: Void.self) { group in
-                var inFlight = 0
-                var seen = SeenURLs(spillDirectory: configuration.spillDirectory)
-                while !Task.isCancelled, !run.hasFailedFatally {
-                    if let target = configuration.target, sink.publishedCount >= target { break }
-                    if !exhausted, sourceError == nil, run.hasRoom(inFlight: inFlight) {
-                        do {
-                            guard let candidate = try await source.next() else {
-                                exhausted = true
-                                continue
-                            }
-                            guard run.admit(candidate, seen: &seen) else { continue }
-                            inFlight += 1
-                            group.addTask { await run.process(candidate) }
-                        } catch {
-                            sourceError = error
+            var seen = SeenURLs(spillDirectory: configuration.spillDirectory)
+            while !Task.isCancelled, !run.hasFailedFatally {
+                if let target = configuration.target, sink.publishedCount >= target { break }
+                let inFlight = run.inFlight
+                if !exhausted, sourceError == nil, run.hasRoom(inFlight: inFlight) {
+                    do {
+                        guard let candidate = try await source.next() else {
+                            exhausted = true
+                            continue
                         }
-                        continue
+                        guard run.admit(candidate, seen: &seen) else { continue }
+                        run.start(candidate)
+                    } catch {
+                        sourceError = error
                     }
-                    if inFlight == 0 { break }
-                    await group.next()
-                    inFlight -= 1
+                    continue
                 }
-                // The target is reached, or the run is over: whatever is still in flight is surplus.
-                manager.cancelAll()
-                await group.waitForAll()
+                if inFlight == 0 { break }
+                // Without a target, wait until a quarter of the window is free, so that one wake-up of this loop
+                // starts many downloads; with one, every ending counts towards it; with nothing left to start, the end.
+                let window = configuration.window
+                let threshold = exhausted || sourceError != nil ? 0 : configuration.target == nil ? window - window / 4 : inFlight - 1
+                await run.waitForRoom(belowOrAt: min(threshold, inFlight - 1))
             }
+            // The target is reached, or the run is over: whatever is still in flight is surplus.
+            run.stop()
+            await run.waitForRoom(belowOrAt: 0)
         } onCancel: {
-            manager.cancelAll()
+            run.stop()
         }
         await sink.drain()
         await sink.finish(sourceExhausted: exhausted && !Task.isCancelled && !run.hasFailedFatally)
@@ -214,6 +214,14 @@ extension Pipeline {
         let fatal = Locked<FileError?>(nil)
         /// Save notifications in flight; they never hold a download slot.
         let notifications = Locked<[Task<Void, Never>]>([])
+        /// Candidates started and not yet ended, whether the run is stopping, and the loop waiting for room.
+        private let flow = Locked(Flow())
+
+        private struct Flow {
+            var inFlight = 0
+            var isStopping = false
+            var waiter: (threshold: Int, continuation: CheckedContinuation<Void, Never>)?
+        }
 
         init(pipeline: Pipeline, manager: DownloadManager, sink: any ImageSink, source: any CandidateSource, robots: RobotsGate?, onEvent: @escaping @Sendable (Event) -> Void) {
             self.pipeline = pipeline
@@ -271,49 +279,93 @@ extension Pipeline {
             return true
         }
 
-        /// One candidate from download to published file.
-        func process(_ candidate: Candidate) async {
-            let kept = await downloadAndPublish(candidate)
-            if !kept { losses.withLock { $0 += 1 } }
+        /// Candidates started and not yet ended.
+        var inFlight: Int { flow.withLock { $0.inFlight } }
+
+        /// Returns once no more than `threshold` candidates are in flight.
+        func waitForRoom(belowOrAt threshold: Int) async {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let now = flow.withLock { flow -> Bool in
+                    if flow.inFlight <= threshold { return true }
+                    flow.waiter = (threshold, continuation)
+                    return false
+                }
+                if now { continuation.resume() }
+            }
         }
 
-        /// Whether the download ended without a loss (published, cancelled as surplus, or not admitted).
-        ///
-        /// Only what lives across its three suspensions is in this function: its async frame is allocated for every
-        /// task in the window (up to 8 × the concurrency at once), so the bookkeeping around each step is in
-        /// synchronous helpers kept out of line, whose temporaries live on a thread's stack instead. (Inlined, they
-        /// made the frame 27 KB: 14 MB for a window of 512.)
-        private func downloadAndPublish(_ candidate: Candidate) async -> Bool {
-            if let robots, let refusal = await robots.refusal(for: candidate.url) {
-                if Task.isCancelled { return true }
-                refuse(candidate, reason: "disallowed", message: refusal)
-                return false
+        /// Stops the run: cancels every download, and candidates still waiting for their host's robots.txt start none.
+        func stop() {
+            flow.withLock { $0.isStopping = true }
+            manager.cancelAll()
+        }
+
+        /// One candidate from download to published file, carried by callbacks from the thread where each step ends (a
+        /// robots.txt fetch, the download queue's verification, the sink's publication): no task per image.
+        func start(_ candidate: Candidate) {
+            flow.withLock { $0.inFlight += 1 }
+            guard let robots else {
+                download(candidate)
+                return
             }
-            let downloaded = await manager.download(request(for: candidate))
-            switch afterDownload(downloaded, of: candidate) {
-            case let .settled(kept):
-                return kept
-            case let .publish(image):
-                let outcome = await sink.publish(image, stem: candidate.stem, provenance: candidate.provenance)
-                return afterPublish(outcome, of: image, candidate: candidate)
+            robots.refusal(for: candidate.url) { [self] refusal in
+                guard let refusal else {
+                    download(candidate)
+                    return
+                }
+                if flow.withLock({ $0.isStopping }) {
+                    ended(kept: true)
+                } else {
+                    refuse(candidate, reason: "disallowed", message: refusal)
+                    ended(kept: false)
+                }
             }
+        }
+
+        private func download(_ candidate: Candidate) {
+            if flow.withLock({ $0.isStopping }) {
+                ended(kept: true)
+                return
+            }
+            let ticket = manager.download(request(for: candidate)) { [self] downloaded in
+                switch afterDownload(downloaded, of: candidate) {
+                case let .settled(kept):
+                    ended(kept: kept)
+                case let .publish(image):
+                    sink.publish(image, stem: candidate.stem, provenance: candidate.provenance) { [self] outcome in
+                        ended(kept: afterPublish(outcome, of: image, candidate: candidate))
+                    }
+                }
+            }
+            // A stop between the check above and the ticket's birth would miss it.
+            if flow.withLock({ $0.isStopping }) { ticket.cancel() }
+        }
+
+        /// A candidate ended: `kept` when without a loss (published, cancelled as surplus, or not admitted).
+        private func ended(kept: Bool) {
+            if !kept { losses.withLock { $0 += 1 } }
+            let waiter = flow.withLock { flow -> CheckedContinuation<Void, Never>? in
+                flow.inFlight -= 1
+                guard let waiter = flow.waiter, flow.inFlight <= waiter.threshold else { return nil }
+                flow.waiter = nil
+                return waiter.continuation
+            }
+            waiter?.resume()
         }
 
         /// What a finished download leads to.
         private enum NextStep {
             /// Publish this image (transformed when the run asks for it).
             case publish(VerifiedImage)
-            /// Nothing more to do; `kept` as for ``downloadAndPublish(_:)``.
+            /// Nothing more to do; `kept` as for ``ended(kept:)``.
             case settled(kept: Bool)
         }
 
-        @inline(never)
         private func request(for candidate: Candidate) -> DownloadRequest {
             DownloadRequest(url: candidate.url, directory: sink.stagingDirectory, filter: configuration.filter, optOut: configuration.optOut)
         }
 
         /// Counts and reports a download that gave no image; transforms one that did.
-        @inline(never)
         private func afterDownload(_ downloaded: DownloadResult, of candidate: Candidate) -> NextStep {
             switch downloaded {
             case .failure(.cancelled):
@@ -354,7 +406,6 @@ extension Pipeline {
         }
 
         /// Counts and reports what the sink made of an image; whether it was kept.
-        @inline(never)
         private func afterPublish(_ outcome: PublishOutcome, of image: VerifiedImage, candidate: Candidate) -> Bool {
             switch outcome {
             case let .saved(record):
@@ -403,7 +454,7 @@ extension Pipeline {
         private func stop(_ error: FileError) {
             guard error.isFatal else { return }
             fatal.withLock { $0 = $0 ?? error }
-            manager.cancelAll()
+            stop()
         }
 
         /// Waits for the save notifications in flight (a source's terms ask for each), or cancels them.

@@ -3,7 +3,7 @@ import Foundation
 /// The clock mirror reads and the sleep it waits with: one injected time source for pacing, backoff and cool-downs.
 ///
 /// Every wait in the library goes through one of these — the API client's pacing and retries, the download
-/// manager's retry delays, the host gate's cool-downs — so tests drive time instead of waiting for it, and there is
+/// manager's one timer (retry delays and host slow-downs) — so tests drive time instead of waiting for it, and there is
 /// no `DispatchQueue` timer anywhere.
 public struct Sleeper: Sendable {
     /// The current time.
@@ -23,12 +23,4 @@ public struct Sleeper: Sendable {
     /// `ContinuousClock.now` and `Task.sleep(for:)`.
     public static let real = Sleeper(now: { ContinuousClock.now }, sleep: { try await Task.sleep(for: $0) })
 
-    /// Runs `body` once `delay` has passed, on a task of its own (a timer for callback-driven code).
-    func after(_ delay: Duration, _ body: @escaping @Sendable () -> Void) {
-        let sleep = self.sleep
-        Task {
-            try? await sleep(delay)
-            body()
-        }
-    }
 }

@@ -147,21 +147,41 @@ struct DownloadManagerTests {
     }
 
     @Test func aThrottledHostGetsFewerConcurrentRequests() async throws {
-        let gate = HostGate(perHost: 6, recoveryStreak: 2)
-        for _ in 0..<6 { gate.submit(host: "h") {} }
-        #expect(gate.active(on: "h") == 6)
-        gate.finished(host: "h", outcome: .throttled(retryAfter: nil))
-        #expect(gate.limit(of: "h") == 3)
-        gate.finished(host: "h", outcome: .throttled(retryAfter: nil))
-        #expect(gate.limit(of: "h") == 1)
+        var limits = HostLimits(perHost: 6, recoveryStreak: 2)
+        let now = ContinuousClock.now
+        for id in 0..<6 { #expect(limits.request(id, host: "h", now: now) == .start) }
+        #expect(limits.active(on: "h") == 6)
+        #expect(limits.finished(host: "h", outcome: .throttled(retryAfter: nil), now: now).isEmpty)
+        #expect(limits.limit(of: "h") == 3)
+        #expect(limits.finished(host: "h", outcome: .throttled(retryAfter: nil), now: now).isEmpty)
+        #expect(limits.limit(of: "h") == 1)
         // Four in flight above the new limit: nothing new starts until they drain below it.
-        let started = Locked(0)
-        gate.submit(host: "h") { started.withLock { $0 += 1 } }
-        #expect(started.withLock { $0 } == 0)
-        for _ in 0..<4 { gate.finished(host: "h", outcome: .success) }
-        #expect(started.withLock { $0 } == 1)
+        #expect(limits.request(6, host: "h", now: now) == .wait)
+        var started: [Int] = []
+        for _ in 0..<4 { started += limits.finished(host: "h", outcome: .success, now: now) }
+        #expect(started == [6])
         // Recovery: every two successes give one slot back.
-        #expect(gate.limit(of: "h") == 3)
+        #expect(limits.limit(of: "h") == 3)
+    }
+
+    @Test func aRetryAfterHoldsTheHostUntilItsTime() async throws {
+        // Given a host that answered 429 with Retry-After: 5 s
+        var limits = HostLimits(perHost: 2)
+        let now = ContinuousClock.now
+        #expect(limits.request(1, host: "h", now: now) == .start)
+        _ = limits.finished(host: "h", outcome: .throttled(retryAfter: .seconds(5)), now: now)
+
+        // When another download asks before and after that time
+        #expect(limits.request(2, host: "h", now: now + .seconds(1)) == .waitForTime)
+        #expect(limits.request(3, host: "other", now: now + .seconds(1)) == .start)
+
+        // Then it waits for the deadline, and starts when time reaches it; the idle host's state is then dropped
+        #expect(limits.nextDeadline == now + .seconds(5))
+        #expect(limits.wake(now: now + .seconds(4)).isEmpty)
+        #expect(limits.wake(now: now + .seconds(5)) == [2])
+        #expect(limits.nextDeadline == nil)
+        _ = limits.finished(host: "other", outcome: .success, now: now + .seconds(5))
+        #expect(limits.hostCount == 1)
     }
 
     @Test func thePerHostCapHoldsAtConcurrency64() async throws {

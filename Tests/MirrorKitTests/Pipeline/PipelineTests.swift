@@ -110,7 +110,11 @@ final class MemorySink: ImageSink {
         urls.withLock { $0.contains(normalizedURL) }
     }
 
-    func publish(_ image: VerifiedImage, stem: String, provenance: ImageProvenance) async -> PublishOutcome {
+    func publish(_ image: VerifiedImage, stem: String, provenance: ImageProvenance, completion: @escaping @Sendable (PublishOutcome) -> Void) {
+        completion(store(image, stem: stem, provenance: provenance))
+    }
+
+    private func store(_ image: VerifiedImage, stem: String, provenance: ImageProvenance) -> PublishOutcome {
         defer { AtomicFile.remove(image.temporaryFile) }
         if failing { return .failed(FileError(operation: "write", path: stagingDirectory.path, code: ENOSPC)) }
         let data = (try? Data(contentsOf: image.temporaryFile)) ?? Data()

@@ -12,7 +12,13 @@ public final class RobotsGate: Sendable {
     private let loader: any HTTPLoading
     private let agent: String
     private let template: TransferRequest
-    private let hosts = Locked<[String: Task<RobotsVerdict, Never>]>([:])
+    private let hosts = Locked<[String: Entry]>([:])
+
+    /// One origin's file: being fetched (with who waits for it), or read.
+    private enum Entry {
+        case fetching([@Sendable (RobotsVerdict) -> Void])
+        case read(RobotsVerdict)
+    }
 
     /// How one host's file was read.
     public struct RobotsVerdict: Sendable {
@@ -38,14 +44,52 @@ public final class RobotsGate: Sendable {
 
     /// Why `url` may not be fetched (`robots.txt disallows /private/`), or `nil` when it may.
     public func refusal(for url: URL) async -> String? {
-        guard let origin = Self.origin(of: url) else { return nil }
-        let task = hosts.withLock { hosts -> Task<RobotsVerdict, Never> in
-            if let task = hosts[origin] { return task }
-            let task = Task { await self.fetch(origin) }
-            hosts[origin] = task
-            return task
+        await withCheckedContinuation { continuation in
+            refusal(for: url) { continuation.resume(returning: $0) }
         }
-        let verdict = await task.value
+    }
+
+    /// Calls `completion` with why `url` may not be fetched, or `nil` when it may: at once, on this thread, when its
+    /// host's file was read already (no task, no hop); otherwise when the one fetch of that file ends.
+    public func refusal(for url: URL, completion: @escaping @Sendable (String?) -> Void) {
+        guard let origin = Self.origin(of: url) else {
+            completion(nil)
+            return
+        }
+        let answer: @Sendable (RobotsVerdict) -> Void = { verdict in completion(Self.refusal(of: url, by: verdict)) }
+        enum Step { case answer(RobotsVerdict), wait, fetch }
+        let step = hosts.withLock { hosts -> Step in
+            switch hosts[origin] {
+            case let .read(verdict)?:
+                return .answer(verdict)
+            case var .fetching(waiters)?:
+                waiters.append(answer)
+                hosts[origin] = .fetching(waiters)
+                return .wait
+            case nil:
+                hosts[origin] = .fetching([answer])
+                return .fetch
+            }
+        }
+        switch step {
+        case let .answer(verdict):
+            answer(verdict)
+        case .wait:
+            break
+        case .fetch:
+            Task {
+                let verdict = await fetch(origin)
+                let waiters = hosts.withLock { hosts -> [@Sendable (RobotsVerdict) -> Void] in
+                    defer { hosts[origin] = .read(verdict) }
+                    if case let .fetching(waiters)? = hosts[origin] { return waiters }
+                    return []
+                }
+                for waiter in waiters { waiter(verdict) }
+            }
+        }
+    }
+
+    private static func refusal(of url: URL, by verdict: RobotsVerdict) -> String? {
         if let unavailable = verdict.unavailable { return "robots.txt unavailable (\(unavailable)); RFC 9309 says assume disallow" }
         return verdict.rules.allows(url) ? nil : "robots.txt disallows \(url.path(percentEncoded: true))"
     }

@@ -134,7 +134,7 @@ public final class ShardSink: ImageSink {
         provenance.slot ?? provenance.key.flatMap(Int.init)
     }
 
-    public func publish(_ image: VerifiedImage, stem: String, provenance: ImageProvenance) async -> PublishOutcome {
+    public func publish(_ image: VerifiedImage, stem: String, provenance: ImageProvenance, completion: @escaping @Sendable (PublishOutcome) -> Void) {
         let key = provenance.key ?? stem
         let position = Self.position(of: provenance) ?? 0
         let record = ManifestRecord(file: key + "." + image.info.format.fileExtension, image: image, provenance: provenance)
@@ -152,7 +152,7 @@ public final class ShardSink: ImageSink {
         } else {
             AtomicFile.remove(image.temporaryFile)
         }
-        return outcome
+        completion(outcome)
     }
 
     public func settle(url: URL, provenance: ImageProvenance, as outcome: SettledOutcome) {
