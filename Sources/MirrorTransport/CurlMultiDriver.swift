@@ -122,6 +122,9 @@ final class Inbox: @unchecked Sendable {
         var stopped = false
         var lastID = 0
         var live = 0
+        /// A wakeup was sent since the driver last took its inbox: another would only cost a system call and a
+        /// thread switch (under load, most adds arrive while one is pending).
+        var wakeupPending = false
     }
 
     private let state = Locked(State())
@@ -144,7 +147,7 @@ final class Inbox: @unchecked Sendable {
             guard !state.stopRequested else { return false }
             state.adds.append(transfer)
             state.live += 1
-            curl_multi_wakeup(multi)
+            wake(&state)
             return true
         }
     }
@@ -153,8 +156,15 @@ final class Inbox: @unchecked Sendable {
         state.withLock { state in
             guard !state.stopRequested else { return }
             state.cancels.append(id)
-            curl_multi_wakeup(multi)
+            wake(&state)
         }
+    }
+
+    /// Wakes the driver unless a wakeup is already on its way (under the lock, so never after the handle is freed).
+    private func wake(_ state: inout State) {
+        guard !state.wakeupPending else { return }
+        state.wakeupPending = true
+        curl_multi_wakeup(multi)
     }
 
     /// Asks the driver to stop; true for the first caller, who should then wait for the thread.
@@ -173,6 +183,7 @@ final class Inbox: @unchecked Sendable {
             defer {
                 state.adds.removeAll(keepingCapacity: true)
                 state.cancels.removeAll(keepingCapacity: true)
+                state.wakeupPending = false
             }
             return (state.adds, state.cancels, state.stopRequested)
         }

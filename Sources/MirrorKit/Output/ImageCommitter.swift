@@ -209,37 +209,46 @@ public final class ImageCommitter: Sendable {
         return prefix + FileNaming.fileName(stem: stem, format: format, suffix: UUID().uuidString.lowercased())
     }
 
-    /// Fsyncs the files of a batch, in parallel (ext4 shares the flushes of concurrent fsyncs): slices of it on the
-    /// sync pool and one on this thread. Per batch, not per image: a hand-off to the pool for every image cost more
-    /// thread wake-ups and lock contention than anything else in the pipeline (`perf record -e context-switches`).
+    /// Fsyncs the files of a batch: the first on this thread, and when that took long enough to be a real disk's
+    /// flush, the rest in parallel (ext4 shares the flushes of concurrent fsyncs), slices of it on the sync pool and one
+    /// here; when it was instant (tmpfs, a disk cache), the rest here too. Per batch, not per image: a hand-off to the
+    /// pool for every image cost more thread wake-ups and lock contention than anything else in the pipeline
+    /// (`perf record -e context-switches`).
     private func syncFiles(of batch: [Item]) -> [Item] {
-        let results = Locked<[Int: FileError]>([:])
-        let slices = min(batch.count, syncPool.maximumThreads)
-        let group = DispatchGroup()
-        let sync: @Sendable (Int) -> Void = { [self] slice in
-            for index in stride(from: slice, to: batch.count, by: slices) {
+        let failures = Locked<[Int: FileError]>([:])
+        let sync: @Sendable (Int, Int) -> Void = { [self] first, step in
+            for index in stride(from: first, to: batch.count, by: step) {
                 do throws(FileError) {
                     try syncFile(batch[index].image.temporaryFile)
                 } catch {
-                    results.withLock { $0[index] = error }
+                    failures.withLock { $0[index] = error }
                 }
             }
         }
-        for slice in 1..<max(1, slices) {
-            group.enter()
-            syncPool.submit {
-                sync(slice)
-                group.leave()
+        let clock = ContinuousClock()
+        let firstTook = clock.measure { sync(0, batch.count) }
+        if batch.count > 1 {
+            let slices = firstTook < Self.instantSync ? 1 : min(batch.count - 1, syncPool.maximumThreads)
+            let group = DispatchGroup()
+            for slice in 1..<slices {
+                group.enter()
+                syncPool.submit {
+                    sync(1 + slice, slices)
+                    group.leave()
+                }
             }
+            sync(1, slices)
+            group.wait()
         }
-        sync(0)
-        group.wait()
-        let failures = results.withLock { $0 }
-        guard !failures.isEmpty else { return batch }
+        let failed = failures.withLock { $0 }
+        guard !failed.isEmpty else { return batch }
         var synced = batch
-        for (index, error) in failures { synced[index].syncError = error }
+        for (index, error) in failed { synced[index].syncError = error }
         return synced
     }
+
+    /// An fsync faster than this found nothing to flush: the rest of its batch is synced on the same thread.
+    private static let instantSync = Duration.microseconds(50)
 
     private func syncFile(_ url: URL) throws(FileError) {
         let descriptor = open(url.path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
