@@ -83,8 +83,8 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
                 body = .failure(error)
             }
         }
-        close(temporary.descriptor)
         let outcome = verify(result, body: body, sink: sink, temporary: temporary)
+        close(temporary.descriptor)
         if case .failed = outcome { AtomicFile.remove(temporary.url) }
         return outcome
     }
@@ -122,8 +122,8 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
         }
         let info: ImageInfo
         do {
-            // From memory when the whole body is still there; otherwise from the file, mapped.
-            info = try inMemory.map(context.validator.validate) ?? context.validator.validate(fileAt: temporary.url)
+            // From memory when the whole body is still there; otherwise read back from the file.
+            info = try inMemory.map(context.validator.validate) ?? context.validate(temporary, count: sink.written)
         } catch let rejection as ImageRejection {
             // A cut-off body that curl did not flag (no Content-Length) is worth another try.
             let retryable: Bool = if case .truncated = rejection { true } else { false }

@@ -22,7 +22,8 @@ public enum AtomicFile {
         for _ in 0..<8 {
             let name = temporaryPrefix + randomToken() + temporarySuffix
             let url = directory.appendingPathComponent(name, isDirectory: false)
-            let descriptor = open(url.path, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0o644)
+            // Read and write: a download's body is read back through the same descriptor to be validated.
+            let descriptor = open(url.path, O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0o644)
             if descriptor >= 0 { return Temporary(url: url, descriptor: descriptor) }
             if errno != EEXIST { throw FileError(operation: "create a temporary file in", path: directory.path, code: errno) }
         }

@@ -43,9 +43,9 @@ public enum FileNaming {
         }
         var name = String(scalars)
         while name.contains("..") { name = name.replacingOccurrences(of: "..", with: ".") }
-        name = name.trimmingCharacters(in: CharacterSet(charactersIn: ".-_ "))
+        name = trimmingEdges(name)
         name = truncated(name, toUTF8Bytes: maximumLength)
-        name = name.trimmingCharacters(in: CharacterSet(charactersIn: ".-_ "))
+        name = trimmingEdges(name)
         if name.isEmpty { return fallback }
         return guardingReserved(name)
     }
@@ -66,7 +66,7 @@ public enum FileNaming {
         let ext = format.fileExtension
         let room = maximumLength - ext.utf8.count - 1 - (suffix.map { $0.utf8.count + 1 } ?? 0)
         var base = truncated(sanitize(stem), toUTF8Bytes: max(8, room))
-        base = base.trimmingCharacters(in: CharacterSet(charactersIn: ".-_ "))
+        base = trimmingEdges(base)
         if base.isEmpty { base = "image" }
         if let suffix { base += "-" + sanitize(suffix) }
         // The trim above can strip the `_` that `sanitize` put before a reserved name.
@@ -82,6 +82,17 @@ public enum FileNaming {
             if ext.count <= 5 { return String(segment[..<dot]) }
         }
         return segment
+    }
+
+    /// `text` without leading and trailing `.`, `-`, `_` and spaces (natively: Foundation's `trimmingCharacters` bridged
+    /// through `NSString` and cost 2 % of a run's samples).
+    private static func trimmingEdges(_ text: String) -> String {
+        let scalars = text.unicodeScalars
+        let isEdge: (Unicode.Scalar) -> Bool = { $0 == "." || $0 == "-" || $0 == "_" || $0 == " " }
+        guard let first = scalars.firstIndex(where: { !isEdge($0) }), let last = scalars.lastIndex(where: { !isEdge($0) }) else {
+            return ""
+        }
+        return String(scalars[first...last])
     }
 
     private static func truncated(_ text: String, toUTF8Bytes limit: Int) -> String {

@@ -159,7 +159,7 @@ public final class OutputFolder: Sendable {
         let fingerprint = Fingerprint(name.lowercased())
         if state.withLock({ $0.keys.contains(fingerprint.key(for: .name)) }) { return true }
         var info = stat()
-        return lstat(directory.appendingPathComponent(name).path, &info) == 0
+        return lstat(directory.path + "/" + name, &info) == 0
     }
 
     // MARK: Publishing (used by ImageCommitter, one batch at a time)
