@@ -21,7 +21,7 @@ public struct OptOutPolicy: Sendable, Hashable {
 
     /// The directive that opts the response out, as the server wrote it (`noai`), or `nil`.
     public func refusal(headers: [(name: String, value: String)]) -> String? {
-        for header in headers where header.name.caseInsensitiveCompare("x-robots-tag") == .orderedSame {
+        for header in headers where header.name.equalsIgnoringASCIICase("x-robots-tag") {
             if let found = refusal(value: header.value) { return found }
         }
         return nil

@@ -154,7 +154,7 @@ public final class TableReader {
         }
         if fields.count == 1, fields[0].isEmpty { return try nextCSVRow() }  // a blank line
         func field(_ index: Int) -> String? { index < fields.count ? fields[index] : nil }
-        let raw = field(csvIndex.url)?.trimmingCharacters(in: .whitespaces) ?? ""
+        let raw = field(csvIndex.url)?.trimmingSpaces() ?? ""
         let caption = csvIndex.caption.flatMap(field)
         let kept = zip(columns.keep, csvIndex.keep).map { name, index in
             KeptColumn(name: name, json: field(index).map(Self.json) ?? "null")
@@ -167,7 +167,7 @@ public final class TableReader {
     private func row(fromLine bytes: ArraySlice<UInt8>) throws(TableError) -> TableRow? {
         var line = String(decoding: bytes, as: UTF8.self)
         if line.hasSuffix("\r") { line.removeLast() }
-        let trimmed = line.trimmingCharacters(in: .whitespaces)
+        let trimmed = line.trimmingSpaces()
         if trimmed.isEmpty { return nil }
         if format == .txt {
             if trimmed.hasPrefix("#") { return nil }
@@ -179,7 +179,7 @@ public final class TableReader {
         }
         let url: Result<URL, TableRow.Problem>
         switch object[columns.url] {
-        case let text as String: url = Self.parseURL(text.trimmingCharacters(in: .whitespaces))
+        case let text as String: url = Self.parseURL(text.trimmingSpaces())
         case nil, is NSNull: url = .failure(.init(reason: "no \"\(columns.url)\" field"))
         default: url = .failure(.init(reason: "\"\(columns.url)\" is not a string"))
         }
