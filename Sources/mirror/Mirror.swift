@@ -37,6 +37,38 @@ struct Mirror: AsyncParsableCommand {
             printError("\(error)")
             Glibc.exit(ExitStatus.configuration.rawValue)
         }
+        if let hint = searchHint(for: arguments) {
+            printError(hint)
+            Glibc.exit(ExitStatus.usage.rawValue)
+        }
         await main(arguments)
+    }
+
+    /// When the first word names a subcommand but the rest of the line is a search's (`mirror gallery --count 10 --out
+    /// x`, a search for the word "gallery"), the error and how to search for the word; nil when the line parses, or
+    /// would not parse as a search either (the parser's own message is the better one then).
+    static func searchHint(for arguments: [String]) -> String? {
+        guard let word = arguments.first, word != Search._commandName,
+              configuration.subcommands.contains(where: { $0._commandName == word }) else { return nil }
+        let problem: any Error
+        do {
+            _ = try parseAsRoot(arguments)
+            return nil
+        } catch {
+            problem = error
+        }
+        guard (try? Search.parse(arguments)) != nil else { return nil }
+        let line = (["mirror", "search"] + arguments).map(shellQuoted).joined(separator: " ")
+        var reason = message(for: problem).trimmingCharacters(in: .whitespacesAndNewlines)
+        if !(reason.hasSuffix(".") || reason.hasSuffix("?")) { reason += "." }
+        return "`mirror \(word)`: \(reason) To search for the word \"\(word)\", run: \(line)"
+    }
+
+    /// A word as a POSIX shell reads it back: as it is when it is plain, else in single quotes.
+    private static func shellQuoted(_ word: String) -> String {
+        let plain = !word.isEmpty && word.unicodeScalars.allSatisfy { scalar in
+            scalar.isASCII && (CharacterSet.alphanumerics.contains(scalar) || "-_./=:,@+%".unicodeScalars.contains(scalar))
+        }
+        return plain ? word : "'" + word.replacingOccurrences(of: "'", with: "'\\''") + "'"
     }
 }

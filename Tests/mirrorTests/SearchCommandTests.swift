@@ -178,6 +178,23 @@ struct SearchCommandTests: EmulatedSearch {
         #expect(!endpoint.stderr.contains("Fatal"))
     }
 
+    @Test func aSubcommandsNameWithASearchsOptionsSaysHowToSearchForIt() async throws {
+        // Given a search for a word that is also a subcommand's name, written without `search`
+        for word in ["gallery", "urls", "status", "history", "cache", "providers", "config"] {
+            // When it runs
+            let run = try await MirrorBinary.run([word, "--count", "10", "--out", "/tmp/x y"])
+
+            // Then it is a usage error whose one line says how to search for the word
+            #expect(run.status == 64, "\(word): \(run.stderr)")
+            #expect(run.stderr.contains("To search for the word \"\(word)\", run: mirror search \(word) --count 10 --out '/tmp/x y'"), "\(word): \(run.stderr)")
+            #expect(run.stderr.split(separator: "\n").count == 1, "\(word): \(run.stderr)")
+        }
+        // And a subcommand used as itself gets no such hint
+        let status = try await MirrorBinary.run(["status", "--bogus"])
+        #expect(status.status == 64)
+        #expect(!status.stderr.contains("To search for"))
+    }
+
     @Test func aMissingOrRejectedKeyExits4NamingTheVariable() async throws {
         let api = try emulator()
         defer { api.stop() }
