@@ -4,9 +4,10 @@
 Run it through scripts/bench (which installs the tools and the virtualenv). It builds mirror in release
 mode, generates (or reuses) a corpus of distinct images under the build folder, serves it from nginx on
 loopback (with the echo module's `echo_sleep` before each response for injected latency), runs every tool on the same URL list
-at each concurrency, interleaved, repetitions rotating the tool order, checks every tool's output by content,
-runs a scaling series of `mirror urls` and, when `mirror` has a search command and mirror-emulator exists,
-a search run against the emulated APIs; then writes BENCHMARKS.md, a PNG chart and results.json.
+at each concurrency with its output on tmpfs (/dev/shm: the tools' own work) and on the machine's disk (the build
+folder: what users get), interleaved, repetitions rotating the tool and file system order, checks every tool's output
+by content, runs a scaling series of `mirror urls` and, when `mirror` has a search command and mirror-emulator exists,
+a search run against the emulated APIs (both on disk); then writes BENCHMARKS.md, a PNG chart and results.json.
 """
 import argparse
 import datetime
@@ -17,6 +18,7 @@ import math
 import os
 import platform
 import random
+import re
 import shlex
 import shutil
 import signal
@@ -36,6 +38,9 @@ PAGE = os.sysconf("SC_PAGE_SIZE")
 FORMAT_MIX = [("jpg", 0.55), ("png", 0.25), ("webp", 0.12), ("gif", 0.08)]
 SIZE_MEDIAN, SIZE_SIGMA, SIZE_MIN, SIZE_MAX = 80_000, 0.9, 22_000, 960_000
 TOOLS = ["mirror", "mirror-nofsync", "curl", "aria2c", "wget", "img2dataset"]
+FILESYSTEMS = ["tmpfs", "disk"]  # the report's order: tmpfs first
+FS_ROLE = {"tmpfs": "the tools' own work", "disk": "what users get"}
+SHM = "/dev/shm"
 
 
 def log(message):
@@ -351,6 +356,94 @@ class BenchServer:
                 self.process.wait()
 
 
+# ---------------------------------------------------------------- output file systems
+
+def unescape_mount(field):
+    """A /proc/mounts field with its octal escapes (\\040 for a space …) decoded."""
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+
+def mount_of(path):
+    """(device, mount point, type) of the /proc/mounts entry that holds `path`, or None."""
+    path = os.path.realpath(path)
+    best = None
+    try:
+        with open("/proc/mounts") as f:
+            for line in f:
+                fields = line.split()
+                if len(fields) < 3:
+                    continue
+                device, point, kind = unescape_mount(fields[0]), unescape_mount(fields[1]), fields[2]
+                inside = path == point or path.startswith(point.rstrip("/") + "/")
+                if inside and (best is None or len(point) >= len(best[1])):  # a later mount over the same point wins
+                    best = (device, point, kind)
+    except OSError:
+        pass
+    return best
+
+
+def fs_type(path):
+    """The type of the file system holding `path` (ext4, xfs, tmpfs …): /proc/mounts, else `stat -f -c %T`."""
+    entry = mount_of(path)
+    if entry:
+        return entry[2]
+    try:
+        return run_quiet(["stat", "-f", "-c", "%T", path]).stdout.strip() or "unknown"
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def make_tmpfs_base(needed):
+    """A fresh folder /dev/shm/mirror-bench-PID, or (None, why not) when /dev/shm is no tmpfs or too small."""
+    if not os.path.isdir(SHM):
+        return None, f"{SHM} does not exist"
+    kind = fs_type(SHM)
+    if kind != "tmpfs":
+        return None, f"{SHM} is {kind}, not a tmpfs"
+    stats = os.statvfs(SHM)
+    free = stats.f_bavail * stats.f_frsize
+    if free < needed:
+        return None, f"{SHM} has {free / 1e6:,.0f} MB free and one run writes up to about {needed / 1e6:,.0f} MB"
+    base = os.path.join(SHM, f"mirror-bench-{os.getpid()}")
+    shutil.rmtree(base, ignore_errors=True)
+    os.makedirs(os.path.join(base, "out"))
+    return base, None
+
+
+def output_roots(filesystems, scratch, needed):
+    """Where each file system's runs put their tools' output folders.
+
+    Returns ({fs: folder}, {fs: description for the report}, the tmpfs folder to remove at the end or None).
+    Only the output moves: URL lists, logs and the XDG cache stay in the build folder whatever the file system.
+    """
+    roots, where, base = {}, {}, None
+    for fs in [f for f in FILESYSTEMS if f in filesystems]:
+        if fs == "disk":
+            roots[fs] = os.path.join(scratch, "out")
+            os.makedirs(roots[fs], exist_ok=True)
+            entry = mount_of(scratch)
+            where[fs] = {"type": fs_type(scratch), "device": entry[0] if entry else "?",
+                         "mount": entry[1] if entry else "?", "path": os.path.join(roots[fs], "<tool>")}
+            continue
+        base, reason = make_tmpfs_base(needed)
+        if base is None:
+            log(f"bench: NOT measuring on tmpfs: {reason}; the runs write to disk only")
+            where[fs] = {"type": "tmpfs", "skipped": reason}
+            continue
+        roots[fs] = os.path.join(base, "out")
+        where[fs] = {"type": "tmpfs", "device": "tmpfs", "mount": SHM,
+                     "path": os.path.join(SHM, "mirror-bench-<pid>", "out", "<tool>")}
+        log(f"bench: tmpfs output under {roots[fs]}")
+    return roots, where, base
+
+
+def remove_tmpfs_base(base):
+    """Removes the benchmark's folder under /dev/shm (tmpfs holds it in memory until then)."""
+    if base and os.path.exists(base):
+        shutil.rmtree(base, ignore_errors=True)
+        log(f"bench: removed {base}")
+
+
 # ---------------------------------------------------------------- measuring
 
 def tree_rss(pid, include_root=True):
@@ -376,10 +469,13 @@ def tree_rss(pid, include_root=True):
 
 
 def measure(argv, env, stdout_path, stderr_path, timeout, cwd=None, watch=None):
-    """Runs `argv`; returns wall seconds, CPU (user, sys) of the whole waited-for tree, peak RSS and exit code.
+    """Runs `argv`; returns wall seconds, CPU (user, sys) and context switches of the whole waited-for tree, peak RSS
+    and exit code.
 
     Peak RSS is the larger of the kernel's max RSS of the largest process in the tree (wait4) and the peak
     of the tree's summed RSS sampled every 20 ms (which counts multi-process tools; shared pages count twice).
+    Context switches = voluntary + involuntary (ru_nvcsw + ru_nivcsw) of the tree, taken like user and sys CPU:
+    from GNU time's rusage of the tool, else from wait4's.
     `watch` is called every sample and may record events (time to first image).
     """
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
@@ -387,7 +483,7 @@ def measure(argv, env, stdout_path, stderr_path, timeout, cwd=None, watch=None):
         # GNU time forks the tool from a small process: a child forked straight from this (large) Python process
         # would inherit its RSS high-water mark in ru_maxrss.
         time_path = stdout_path + ".time"
-        process = subprocess.Popen(["/usr/bin/time", "-f", "%e %U %S %M", "-o", time_path, "--"] + argv, env=env,
+        process = subprocess.Popen(["/usr/bin/time", "-f", "%e %U %S %M %w %c", "-o", time_path, "--"] + argv, env=env,
                                    cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True)
         peak = [0]
         done = threading.Event()
@@ -413,7 +509,15 @@ def measure(argv, env, stdout_path, stderr_path, timeout, cwd=None, watch=None):
 
         timer = threading.Timer(timeout, kill)
         timer.start()
-        _, status, usage = os.wait4(process.pid, 0)
+        try:
+            _, status, usage = os.wait4(process.pid, 0)
+        except BaseException:
+            # Ctrl-C or SIGTERM: the tool has its own session and would outlive us, still writing its output.
+            timer.cancel()
+            kill()
+            process.wait()
+            done.set()
+            raise
         wall = time.monotonic() - started
         timer.cancel()
         done.set()
@@ -425,10 +529,12 @@ def measure(argv, env, stdout_path, stderr_path, timeout, cwd=None, watch=None):
         except (ProcessLookupError, PermissionError):
             pass
     user, system, max_rss = usage.ru_utime, usage.ru_stime, 0
+    switches = usage.ru_nvcsw + usage.ru_nivcsw
     try:
         with open(time_path) as f:
             fields = f.read().strip().splitlines()[-1].split()
         user, system, max_rss = float(fields[1]), float(fields[2]), int(fields[3]) * 1024
+        switches = int(fields[4]) + int(fields[5])
     except (OSError, ValueError, IndexError):
         pass
     return {
@@ -437,6 +543,7 @@ def measure(argv, env, stdout_path, stderr_path, timeout, cwd=None, watch=None):
         "sys": system,
         "rss_max_process": max_rss,
         "rss_tree_sampled": peak[0],
+        "cs": switches,
         "exit": -999 if timed_out else process.returncode,
     }
 
@@ -498,25 +605,29 @@ def write_list(path, base_url, names):
     return urls
 
 
-def run_one(tools, tool, corpus_files, base_url, concurrency, latency, rep, scratch, logs, timeout, label):
-    """One tool over one URL list; returns the record (with the output checked by content)."""
+def run_one(tools, tool, corpus_files, base_url, concurrency, latency, rep, scratch, logs, timeout, label,
+            fs="disk", out_root=None):
+    """One tool over one URL list, its output in `out_root`/`tool` (on file system `fs`); returns the record (with
+    the output checked by content). The URL list and the logs stay under `scratch` and `logs` whatever `fs` is."""
     names = [name for name, _, _ in corpus_files]
     key = f"{label}-{len(names)}-{base_url.rsplit(':', 1)[1].split('/')[0]}"
     list_path = os.path.join(scratch, f"list-{key}.txt")
     urls = write_list(list_path, base_url, names)
-    out = os.path.join(scratch, "out", tool)
+    out = os.path.join(out_root or os.path.join(scratch, "out"), tool)
     shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(os.path.dirname(out), exist_ok=True)
     if tool != "img2dataset":  # img2dataset wants to create its folder itself
         os.makedirs(out)
     argv = tools.command(tool, list_path, urls, concurrency, out)
-    stem = os.path.join(logs, f"{tool}-c{concurrency}-l{latency}-r{rep}")
+    stem = os.path.join(logs, f"{tool}-{fs}-c{concurrency}-l{latency}-r{rep}")
+    os.sync()  # no run pays for the write-back of the one before it (outside the measured time)
     result = measure(argv, tools.env, stem + ".out", stem + ".err", timeout)
     expected = {name: (size, digest) for name, size, digest in corpus_files}
     valid = count_valid(out, expected)
     total_bytes = sum(size for _, size, _ in corpus_files)
     n = len(corpus_files)
     record = {
-        "tool": tool, "concurrency": concurrency, "latency_ms": latency, "rep": rep, "images": n,
+        "tool": tool, "fs": fs, "concurrency": concurrency, "latency_ms": latency, "rep": rep, "images": n,
         "bytes": total_bytes, "valid": valid, **result,
     }
     record["ok"] = valid == n and result["exit"] in (0,)
@@ -526,6 +637,7 @@ def run_one(tools, tool, corpus_files, base_url, concurrency, latency, rep, scra
     record["mb_per_s"] = total_bytes / 1e6 / result["wall"]
     record["cpu_per_1k"] = (result["user"] + result["sys"]) / n * 1000
     record["rss"] = max(result["rss_max_process"], result["rss_tree_sampled"])
+    record["cs_per_image"] = result["cs"] / n
     record["command"] = " ".join(shlex.quote(a) for a in argv)
     if tool == "mirror":
         try:
@@ -535,9 +647,9 @@ def run_one(tools, tool, corpus_files, base_url, concurrency, latency, rep, scra
             pass
     shutil.rmtree(out, ignore_errors=True)
     status = "ok  " if record["ok"] else f"FAIL (exit {result['exit']}, see {stem}.err)"
-    log(f"  {tool:<11} c{concurrency:<3} {latency:>3} ms rep {rep + 1}: {valid:>6}/{n:<6} {result['wall']:7.2f} s "
+    log(f"  {tool:<14} {fs:<5} c{concurrency:<3} {latency:>3} ms rep {rep + 1}: {valid:>6}/{n:<6} {result['wall']:7.2f} s "
         f"{record['images_per_s']:8.0f} img/s {record['mb_per_s']:7.1f} MB/s  cpu {record['cpu_per_1k']:6.2f} s/1k  "
-        f"rss {record['rss'] / 1e6:6.1f} MB  {status}")
+        f"cs {record['cs_per_image']:6.1f}/img  rss {record['rss'] / 1e6:6.1f} MB  {status}")
     return record
 
 
@@ -623,9 +735,10 @@ def median(values):
 
 
 def aggregate(records):
+    """The cells of the results tables, keyed by (fs, latency, concurrency, tool): medians over the good runs."""
     cells = {}
     for r in records:
-        cells.setdefault((r["latency_ms"], r["concurrency"], r["tool"]), []).append(r)
+        cells.setdefault((r.get("fs", "disk"), r["latency_ms"], r["concurrency"], r["tool"]), []).append(r)
     table = {}
     for key, rs in cells.items():
         good = [r for r in rs if r["ok"]]
@@ -636,6 +749,7 @@ def aggregate(records):
             "images_per_s_max": max((r["images_per_s"] for r in good), default=float("nan")),
             "mb_per_s": median([r["mb_per_s"] for r in good]),
             "cpu_per_1k": median([r["cpu_per_1k"] for r in good]),
+            "cs_per_image": median([r["cs_per_image"] for r in good if "cs_per_image" in r]),
             "rss": max((r["rss"] for r in good), default=float("nan")),
             "failed": [f"{r['valid']}/{r['images']} exit {r['exit']}" for r in rs if not r["ok"]],
         }
@@ -689,7 +803,9 @@ def distro():
     return platform.system()
 
 
-def write_chart(path, table, tools, latencies, concurrencies, scaling):
+def write_chart(path, table, tools, latencies, concurrencies, scaling, fs):
+    """Throughput and CPU per image of every tool with its output on `fs` (one file system: tmpfs when measured),
+    and the scaling run (on disk)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -703,7 +819,7 @@ def write_chart(path, table, tools, latencies, concurrencies, scaling):
     for i, tool in enumerate(tools):
         values = []
         for latency, concurrency in cells:
-            key = (latency, 1 if tool == "wget" else concurrency, tool)
+            key = (fs, latency, 1 if tool == "wget" else concurrency, tool)
             values.append(table.get(key, {}).get("images_per_s", float("nan")))
         ax.bar([x + (i - (len(tools) - 1) / 2) * width for x in range(len(cells))], values, width,
                label=tool, color=colours.get(tool))
@@ -711,19 +827,20 @@ def write_chart(path, table, tools, latencies, concurrencies, scaling):
     ax.set_xticklabels([f"{l} ms\n{c} at once" for l, c in cells], fontsize=8)
     ax.set_yscale("log")
     ax.set_ylabel("images/s (median; log scale)")
-    ax.set_title("Throughput (wget is serial)")
+    ax.set_title(f"Throughput, output on {fs} (wget is serial)")
     ax.legend(fontsize=8)
     ax = axes[1]
     zero = [c for c in concurrencies]
     for i, tool in enumerate(tools):
-        values = [table.get((0, 1 if tool == "wget" else c, tool), {}).get("cpu_per_1k", float("nan")) for c in zero]
+        values = [table.get((fs, 0, 1 if tool == "wget" else c, tool), {}).get("cpu_per_1k", float("nan"))
+                  for c in zero]
         ax.bar([x + (i - (len(tools) - 1) / 2) * width for x in range(len(zero))], values, width,
                label=tool, color=colours.get(tool))
     ax.set_xticks(range(len(zero)))
     ax.set_xticklabels([f"0 ms, {c} at once" for c in zero], fontsize=8)
     ax.set_yscale("log")
     ax.set_ylabel("CPU s (user+sys) per 1,000 images (log)")
-    ax.set_title("Client CPU cost at zero latency")
+    ax.set_title(f"Client CPU cost at zero latency, output on {fs}")
     if scaling:
         ax = axes[2]
         xs = [s["images"] for s in scaling if s["ok"]]
@@ -736,7 +853,7 @@ def write_chart(path, table, tools, latencies, concurrencies, scaling):
         twin.plot(xs, [s["rss"] / 1e6 for s in scaling if s["ok"]], "s--", color="#444444", label="peak RSS MB")
         twin.set_ylabel("peak RSS MB")
         twin.set_ylim(bottom=0)
-        ax.set_title("mirror urls scaling")
+        ax.set_title("mirror urls scaling (output on disk)")
         lines = ax.get_legend_handles_labels()
         more = twin.get_legend_handles_labels()
         ax.legend(lines[0] + more[0], lines[1] + more[1], fontsize=8, loc="upper left")
