@@ -48,17 +48,17 @@ public final class ShardSink: ImageSink {
 
     /// The settings in force.
     public let configuration: Configuration
-    private let lock: FolderLock
-    private let state: Locked<State>
+    let lock: FolderLock
+    let state: Locked<State>
     /// This copy's state: the lock, the shard size, the digests, and the images and files being assembled.
-    private let hidden: URL
+    let hidden: URL
     /// Shards are written one at a time, in the background, in the order they complete.
-    private let writer = ShardWriterQueue()
+    let writer = ShardWriterQueue()
     /// The bytes of every image saved by this run (as downloaded, before any resize), by SHA-256, with the key that
     /// holds them: on disk, so that a run of millions of images keeps flat memory.
-    private let digests: DiskKeySet
+    let digests: DiskKeySet
 
-    private struct State {
+    struct State {
         /// Shards whose stats file exists (written by this run or an earlier one).
         var complete: Set<Int>
         var open: [Int: OpenShard] = [:]
@@ -71,13 +71,13 @@ public final class ShardSink: ImageSink {
     }
 
     /// The rows of one shard settled so far.
-    fileprivate struct OpenShard {
+    struct OpenShard {
         var rows: [Int: Row] = [:]
         let started = ContinuousClock.now
         let startedAt = Date()
     }
 
-    fileprivate enum Row {
+    enum Row {
         case saved(VerifiedImage, ManifestRecord)
         case settled(url: URL, provenance: ImageProvenance, outcome: SettledOutcome)
     }
@@ -130,7 +130,7 @@ public final class ShardSink: ImageSink {
     }
 
     /// Where a row counts towards its shard: its place among this copy's rows when split by host, else its position.
-    private static func position(of provenance: ImageProvenance) -> Int? {
+    static func position(of provenance: ImageProvenance) -> Int? {
         provenance.slot ?? provenance.key.flatMap(Int.init)
     }
 
@@ -196,43 +196,12 @@ public final class ShardSink: ImageSink {
         await writer.drain()
     }
 
-    /// The name of the file that lists each shard's samples.
-    public static let sizesFileName = "sizes.json"
-
-    private var hasSizesFile: Bool {
-        if let store = configuration.store { return store.hasSizesFile }
-        return FileManager.default.fileExists(atPath: configuration.directory.appendingPathComponent(Self.sizesFileName).path)
-    }
-
-    /// Writes `sizes.json` from every complete shard's stats: those this run wrote (`known`), the others read back.
-    private func writeSizes(known: [Int: Int]) throws {
-        var sizes = known
-        if let store = configuration.store {
-            sizes = try store.sampleCounts(known: known)
-        } else {
-            let names = (try? FileManager.default.contentsOfDirectory(atPath: configuration.directory.path)) ?? []
-            for number in ShardFileName.completeShards(among: names) where sizes[number] == nil {
-                let stats = configuration.directory.appendingPathComponent(ShardFileName.name(of: number, .stats))
-                if let saved = (try? Data(contentsOf: stats)).flatMap(ShardStats.saved(in:)) { sizes[number] = saved }
-            }
-        }
-        let object = Dictionary(uniqueKeysWithValues: sizes.map { (ShardFileName.name(of: $0.key, .tar), $0.value) })
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
-        let directory = configuration.store == nil ? configuration.directory : hidden
-        let file = directory.appendingPathComponent(Self.sizesFileName)
-        try AtomicFile.replaceFile(data + Data("\n".utf8), at: file)  // copies finishing together each write it whole
-        if let store = configuration.store {
-            try store.deliver([file])
-            AtomicFile.remove(file)
-        }
-    }
-
     /// The first error that stopped a shard from being written or uploaded (``FileError``, ``ObjectStoreError``), or `nil`.
     public var writeFailure: (any Error & Sendable)? { state.withLock { $0.failure } }
 
     // MARK: Rows into shards
 
-    private func add(_ row: Row, at position: Int) {
+    func add(_ row: Row, at position: Int) {
         let index = position / configuration.shardSize
         let full = state.withLock { state -> OpenShard? in
             state.highestPosition = max(state.highestPosition, position)
@@ -244,7 +213,7 @@ public final class ShardSink: ImageSink {
         if let full { enqueue(index: index, shard: full) }
     }
 
-    private func enqueue(index: Int, shard: OpenShard) {
+    func enqueue(index: Int, shard: OpenShard) {
         writer.submit { [self] in
             do {
                 let saved = try write(index: index, shard: shard)
@@ -257,279 +226,6 @@ public final class ShardSink: ImageSink {
                 for case let .saved(image, _) in shard.rows.values { AtomicFile.remove(image.temporaryFile) }
                 state.withLock { $0.failure = $0.failure ?? error }
             }
-        }
-    }
-
-    /// Writes shard `index`: its tar, its records, then its stats; with a store, uploads the three in that order.
-    /// - Returns: the samples it holds.
-    private func write(index: Int, shard: OpenShard) throws -> Int {
-        let directory = configuration.store == nil ? configuration.directory : hidden
-        let number = configuration.number(ofShard: index)
-        let sync = configuration.isSyncEnabled && configuration.store == nil
-        var stats = ShardStats(shard: number)
-        stats.copy = configuration.shard
-        stats.started = shard.startedAt
-        var lines = Data()
-        let files = [ShardFileName.Kind.tar, .records, .stats].map { directory.appendingPathComponent(ShardFileName.name(of: number, $0)) }
-        let tar = try TarWriter(destination: files[0], staging: hidden)
-        for position in shard.rows.keys.sorted() {
-            stats.rows += 1
-            switch shard.rows[position]! {
-            case let .saved(image, record):
-                let key = record.key ?? String(position)
-                let contents: Data
-                do {
-                    contents = try Data(contentsOf: image.temporaryFile)
-                } catch {
-                    throw FileError(operation: "read", path: image.temporaryFile.path, code: EIO)
-                }
-                var json = (try? record.jsonLine()) ?? Data("{}\n".utf8)
-                json.removeLast()
-                try tar.add(record.file, contents: contents, modified: image.fetchedAt)
-                try tar.add(key + ".json", contents: json, modified: image.fetchedAt)
-                if let caption = record.caption {
-                    try tar.add(key + ".txt", contents: Data(caption.utf8), modified: image.fetchedAt)
-                }
-                stats.saved += 1
-                stats.bytes += record.bytes
-                lines.append(ShardRecordLine.saved(json))
-            case let .settled(url, provenance, outcome):
-                stats.count(outcome)
-                lines.append(ShardRecordLine.settled(url: url, provenance: provenance, outcome: outcome))
-            }
-        }
-        try tar.commit(sync: sync)
-        try AtomicFile.writeFile(lines, to: files[1], sync: sync, staging: hidden)
-        if let store = configuration.store {
-            try store.deliver(files[..<2])
-            stats.finished = Date()
-            stats.seconds = (ContinuousClock.now - shard.started).seconds
-            try AtomicFile.writeFile(stats.json(), to: files[2], sync: false, staging: hidden)
-            try store.deliver(files[2...])  // last: the stats object marks the shard complete
-            for file in files { AtomicFile.remove(file) }
-        } else {
-            stats.finished = Date()
-            stats.seconds = (ContinuousClock.now - shard.started).seconds
-            try AtomicFile.writeFile(stats.json(), to: files[2], sync: sync, staging: hidden)
-            if sync { try AtomicFile.syncDirectory(directory) }
-        }
-        for case let .saved(image, _) in shard.rows.values { AtomicFile.remove(image.temporaryFile) }
-        return stats.saved
-    }
-
-    // MARK: The folder
-
-    /// The numbers of this copy's shards whose stats file exists; the files of its other shards (a killed run's) are
-    /// removed. Other copies' shards are left alone, complete or not.
-    private static func completeShards(in directory: URL, owned: (Int) -> Bool) -> Set<Int> {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
-        let complete = ShardFileName.completeShards(among: names).filter(owned)
-        removeShardFiles(in: directory) { owned($0) && !complete.contains($0) }
-        return complete
-    }
-
-    /// Removes the `.tar` and `.jsonl` (and stats) files of the shard numbers `matching` says.
-    private static func removeShardFiles(in directory: URL, matching: (Int) -> Bool) {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
-        for name in names {
-            if let (number, _) = ShardFileName.parse(name), matching(number) {
-                AtomicFile.remove(directory.appendingPathComponent(name))
-            }
-        }
-    }
-
-    private static func checkShardSize(_ configuration: Configuration, settings: URL) throws {
-        if let data = try? Data(contentsOf: settings),
-           let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-           let existing = object["shard_size"] as? Int {
-            guard existing == configuration.shardSize else {
-                throw ShardSizeMismatch(existing: existing, requested: configuration.shardSize, directory: configuration.directory.path)
-            }
-            return
-        }
-        try AtomicFile.writeFile(Data(#"{"shard_size":\#(configuration.shardSize)}"#.utf8), to: settings, sync: configuration.isSyncEnabled)
-    }
-}
-
-extension ShardSink.Configuration {
-    /// Whether shard number `number` is this copy's to write.
-    func owns(_ number: Int) -> Bool {
-        guard let shard else { return true }
-        return number % shard.count == shard.index
-    }
-
-    /// The file number of this copy's `index`-th shard (counting by ``ShardSink/position(of:)``).
-    func number(ofShard index: Int) -> Int {
-        guard let shard, shard.split == .host else { return index }
-        return index * shard.count + shard.index
-    }
-
-    /// The inverse of ``number(ofShard:)`` for a number this copy owns.
-    func index(ofShard number: Int) -> Int? {
-        guard owns(number) else { return nil }
-        guard let shard, shard.split == .host else { return number }
-        return number / shard.count
-    }
-}
-
-/// The names of a shard's files: `NNNNN.tar`, `NNNNN.jsonl`, `NNNNN_stats.json`.
-public enum ShardFileName {
-    public enum Kind: Sendable { case tar, records, stats }
-
-    /// The shard number and kind of a file name, or `nil` for another file.
-    public static func parse(_ name: String) -> (number: Int, kind: Kind)? {
-        let split: (Substring, Kind)?
-        if name.hasSuffix("_stats.json") { split = (name.dropLast(11), .stats) }
-        else if name.hasSuffix(".tar") { split = (name.dropLast(4), .tar) }
-        else if name.hasSuffix(".jsonl") { split = (name.dropLast(6), .records) }
-        else { split = nil }
-        guard let (stem, kind) = split, stem.count >= 5, stem.allSatisfy(\.isASCII), let number = Int(stem), number >= 0 else { return nil }
-        return (number, kind)
-    }
-
-    /// The file name of shard `number`'s file of `kind` (`00042.tar`; wider past 99,999).
-    public static func name(of number: Int, _ kind: Kind) -> String {
-        let stem = zeroPadded(number, width: 5)
-        switch kind {
-        case .tar: return stem + ".tar"
-        case .records: return stem + ".jsonl"
-        case .stats: return stem + "_stats.json"
-        }
-    }
-
-    /// The numbers of the shards whose stats file is among `names`.
-    public static func completeShards(among names: some Sequence<String>) -> Set<Int> {
-        var complete = Set<Int>()
-        for name in names {
-            if let (number, kind) = parse(name), kind == .stats { complete.insert(number) }
-        }
-        return complete
-    }
-}
-
-/// What one shard's `NNNNN_stats.json` says.
-struct ShardStats {
-    var shard: Int
-    var started: Date?
-    var finished: Date?
-    /// The copy of a sharded job that wrote it.
-    var copy: WorkShard?
-    var rows = 0
-    var saved = 0
-    var failed = 0
-    var failures: [String: Int] = [:]
-    var invalid = 0
-    var duplicates = 0
-    var filtered = 0
-    var optedOut = 0
-    var disallowed = 0
-    var bytes: Int64 = 0
-    var seconds = 0.0
-
-    init(shard: Int) {
-        self.shard = shard
-    }
-
-    /// The `saved` count of a stats file's contents, or `nil` when it is not a shard's stats.
-    static func saved(in data: Data) -> Int? {
-        guard let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else { return nil }
-        return (object["saved"] as? NSNumber)?.intValue
-    }
-
-    mutating func count(_ outcome: SettledOutcome) {
-        switch outcome {
-        case .invalid: invalid += 1
-        case let .failed(reason, _, _):
-            failed += 1
-            failures[reason, default: 0] += 1
-        case .filtered: filtered += 1
-        case let .refused(reason, _):
-            if reason == "disallowed" { disallowed += 1 } else { optedOut += 1 }
-        case .duplicate: duplicates += 1
-        }
-    }
-
-    func json() -> Data {
-        var object: [String: Any] = [
-            "shard": shard, "rows": rows, "saved": saved, "failed": failed, "failures": failures, "invalid": invalid,
-            "duplicates": duplicates, "filtered": filtered, "opted_out": optedOut, "disallowed": disallowed,
-            "bytes": bytes, "seconds": (seconds * 1000).rounded() / 1000,
-            "started": ((started?.timeIntervalSince1970 ?? 0) * 1000).rounded() / 1000,
-            "finished": ((finished?.timeIntervalSince1970 ?? 0) * 1000).rounded() / 1000,
-        ]
-        if let copy {
-            object["copy"] = copy.index
-            object["copies"] = copy.count
-            object["split"] = copy.split.rawValue
-        }
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
-        return data + Data("\n".utf8)
-    }
-}
-
-/// Lines of a shard's `NNNNN.jsonl`: every row, with `status` (`success`, `failed`, `invalid`, `duplicate`,
-/// `filtered`, `opted_out`, `disallowed`) and `error` first, then the record's fields (null where the row has no
-/// image), then the kept columns.
-enum ShardRecordLine {
-    static func saved(_ json: Data) -> Data {
-        Data(#"{"status":"success","error":null,"#.utf8) + json.dropFirst() + Data("\n".utf8)
-    }
-
-    static func settled(url: URL, provenance: ImageProvenance, outcome: SettledOutcome) -> Data {
-        let text = { (value: String?) in (try? ManifestRecord.jsonText(value)) ?? "null" }
-        var line = #"{"status":"# + text(outcome.status) + #","error":"# + text(outcome.message)
-        for field in ManifestRecord.Field.all {
-            let value: String
-            switch field.key {
-            case "url": value = url.scheme == "about" ? "null" : text(url.absoluteString)
-            case "key": value = text(provenance.key)
-            case "caption": value = text(provenance.caption)
-            case "label": value = text(provenance.label)
-            case "query": value = text(provenance.query)
-            default: value = "null"
-            }
-            line += ",\"" + field.key + "\":" + value
-        }
-        for column in provenance.columns {
-            line += "," + text(column.name) + ":" + column.json
-        }
-        return Data((line + "}\n").utf8)
-    }
-}
-
-/// One background thread that writes shards in the order they complete, and tells when all are written.
-final class ShardWriterQueue: Sendable {
-    private struct Waiting {
-        var pending = 0
-        var waiters: [CheckedContinuation<Void, Never>] = []
-    }
-
-    private let pool = BlockingPool(maximumThreads: 1, name: "mirror.shards")
-    private let waiting = Locked(Waiting())
-
-    func submit(_ job: @escaping @Sendable () -> Void) {
-        waiting.withLock { $0.pending += 1 }
-        pool.submit { [self] in
-            job()
-            let ready = waiting.withLock { waiting -> [CheckedContinuation<Void, Never>] in
-                waiting.pending -= 1
-                guard waiting.pending == 0 else { return [] }
-                defer { waiting.waiters = [] }
-                return waiting.waiters
-            }
-            for waiter in ready { waiter.resume() }
-        }
-    }
-
-    /// Returns once every job submitted so far has run.
-    func drain() async {
-        await withCheckedContinuation { continuation in
-            let idle = waiting.withLock { waiting -> Bool in
-                if waiting.pending == 0 { return true }
-                waiting.waiters.append(continuation)
-                return false
-            }
-            if idle { continuation.resume() }
         }
     }
 }
