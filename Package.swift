@@ -45,16 +45,55 @@ let package = Package(
         .target(name: "MirrorTransport", dependencies: ["CCurl"]),
         // Image bytes: format sniffing, header dimensions, completeness. No dependencies, so it can be fuzzed alone.
         .target(name: "MirrorImages"),
+        // MirrorKit's layers, bottom to top, as targets the compiler keeps honest (ARCHITECTURE.md): what crosses them is
+        // `package`, what users of the library call is `public`.
+        // Support: locks' users, atomic files and their one error type, the clock, retries, on-disk key sets, hashing.
         .target(
-            name: "MirrorKit",
+            name: "MirrorCore",
             dependencies: [
+                "MirrorTransport",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
+        // Caching (memory, disk, the façade) and output (the folder, its state, WebDataset shards, object storage).
+        .target(
+            name: "MirrorStorage",
+            dependencies: [
+                "MirrorCore",
                 "MirrorTransport",
                 "MirrorImages",
                 "CArchive",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
+        // Fetching one image: the download manager, its operations, consent (robots.txt, X-Robots-Tag), transforms.
+        .target(
+            name: "MirrorFetch",
+            dependencies: [
+                "MirrorCore",
+                "MirrorStorage",
+                "MirrorTransport",
+                "MirrorImages",
                 "CVips",
                 "CCodecs",
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
+        // Searching: one file per API's provider, the API client, the paginator and the feed. No CSV, no gzip.
+        .target(name: "MirrorSearch", dependencies: ["MirrorCore", "MirrorStorage", "MirrorTransport"]),
+        // The jobs: sources (the search feed, URL tables), the one pipeline, the jobs, the gallery; re-exports the layers
+        // below, so that `import MirrorKit` is the library's whole API.
+        .target(
+            name: "MirrorKit",
+            dependencies: [
+                "MirrorCore",
+                "MirrorStorage",
+                "MirrorFetch",
+                "MirrorSearch",
+                "MirrorTransport",
+                "MirrorImages",
                 .product(name: "CSV", package: "CSV.swift"),
                 .product(name: "CompressNIO", package: "compress-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -85,7 +124,11 @@ let package = Package(
         .executableTarget(name: "mirror-emulator", dependencies: ["MirrorTestSupport"]),
         .testTarget(name: "MirrorTransportTests", dependencies: ["MirrorTransport", "MirrorTestSupport"]),
         .testTarget(name: "MirrorImagesTests", dependencies: ["MirrorImages"], resources: [.copy("Samples")]),
-        .testTarget(name: "MirrorKitTests", dependencies: ["MirrorKit", "MirrorTestSupport", "CCodecs"], resources: [.copy("Fixtures")]),
+        .testTarget(
+            name: "MirrorKitTests",
+            dependencies: ["MirrorKit", "MirrorCore", "MirrorStorage", "MirrorFetch", "MirrorSearch", "MirrorTestSupport", "CCodecs"],
+            resources: [.copy("Fixtures")]
+        ),
         .testTarget(name: "MirrorTestSupportTests", dependencies: ["MirrorTestSupport"]),
         .testTarget(name: "mirrorTests", dependencies: ["MirrorTransport", "MirrorTestSupport"]),
     ],

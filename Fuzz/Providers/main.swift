@@ -17,6 +17,10 @@
 // URL twice, its counters add up, and every error and result can be described.
 import Foundation
 @testable import MirrorKit
+@testable import MirrorCore
+@testable import MirrorFetch
+@testable import MirrorSearch
+@testable import MirrorStorage
 
 let providers: [any ImageProvider] = [
     OpenverseProvider(),

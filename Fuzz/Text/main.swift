@@ -9,6 +9,10 @@
 import Foundation
 import MirrorImages
 @testable import MirrorKit
+@testable import MirrorCore
+@testable import MirrorFetch
+@testable import MirrorSearch
+@testable import MirrorStorage
 import MirrorTransport
 
 /// Traps unless `name` keeps `FileNaming`'s promises.

@@ -1,3 +1,8 @@
+// The library's API is MirrorKit's and that of the layers below it, which it re-exports: `import MirrorKit` is enough.
+@_exported import MirrorCore
+@_exported import MirrorFetch
+@_exported import MirrorSearch
+@_exported import MirrorStorage
 import MirrorTransport
 
 /// The version of this build of mirror.

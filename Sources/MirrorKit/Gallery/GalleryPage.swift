@@ -1,4 +1,8 @@
 import Foundation
+import MirrorCore
+import MirrorFetch
+import MirrorSearch
+import MirrorStorage
 
 /// `DIR/gallery/`: a static contact sheet of a collection — pages of thumbnail tiles with title, creator, licence and
 /// a link to the source page, a header with the searches and the counts by provider and licence, and filters by

@@ -1,4 +1,8 @@
 import Foundation
+import MirrorCore
+import MirrorFetch
+import MirrorSearch
+import MirrorStorage
 
 /// What an output holds, read back for looking at: every saved image's record and where its bytes are, whatever the
 /// layout — a folder (`manifest.jsonl`), labelled subfolders (the same manifest), WebDataset shards (`NNNNN.jsonl`

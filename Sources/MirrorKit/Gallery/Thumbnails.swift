@@ -1,5 +1,9 @@
 import Foundation
+import MirrorCore
+import MirrorFetch
 import MirrorImages
+import MirrorSearch
+import MirrorStorage
 import MirrorTransport
 
 /// 256-pixel JPEG thumbnails of a collection's images, made with libvips once and kept in `.mirror/thumbs/`, named by

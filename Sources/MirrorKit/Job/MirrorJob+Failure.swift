@@ -1,4 +1,8 @@
 import Foundation
+import MirrorCore
+import MirrorFetch
+import MirrorSearch
+import MirrorStorage
 
 extension MirrorJob {
     /// Why a run could not start or go on: typed, so the CLI maps each case to its exit code and its one line

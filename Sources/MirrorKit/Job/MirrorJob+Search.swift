@@ -1,4 +1,8 @@
 import Foundation
+import MirrorCore
+import MirrorFetch
+import MirrorSearch
+import MirrorStorage
 import MirrorTransport
 
 /// The search side of a job: its providers, its query, its feed, and the dry run.

@@ -1,5 +1,9 @@
 import Foundation
+import MirrorCore
+import MirrorFetch
 import MirrorImages
+import MirrorSearch
+import MirrorStorage
 import MirrorTransport
 
 /// One run of `mirror <query> --count N --out DIR`: the ``Pipeline`` configured with the search feed as its

@@ -1,4 +1,8 @@
 import Foundation
+import MirrorCore
+import MirrorFetch
+import MirrorSearch
+import MirrorStorage
 
 /// How one provider of a search chain fared in a run: what the summary line and `--json` say about it.
 ///

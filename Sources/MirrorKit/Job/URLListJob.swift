@@ -1,5 +1,9 @@
 import Foundation
+import MirrorCore
+import MirrorFetch
 import MirrorImages
+import MirrorSearch
+import MirrorStorage
 import MirrorTransport
 
 /// `mirror urls`: downloads a table of image URLs (a text list, CSV, TSV or JSONL, gzip or not) into a folder,

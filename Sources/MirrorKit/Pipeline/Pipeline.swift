@@ -1,5 +1,9 @@
 import Foundation
+import MirrorCore
+import MirrorFetch
 import MirrorImages
+import MirrorSearch
+import MirrorStorage
 import MirrorTransport
 
 /// The one engine every job runs: candidates from a ``CandidateSource`` → admission → the download manager →

@@ -1,4 +1,8 @@
 import Foundation
+import MirrorCore
+import MirrorFetch
+import MirrorSearch
+import MirrorStorage
 
 /// One image the pipeline may fetch: where it is, what to call it, and what its source knows about it.
 public struct Candidate: Sendable, Hashable {

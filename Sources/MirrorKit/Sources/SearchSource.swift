@@ -1,4 +1,8 @@
 import Foundation
+import MirrorCore
+import MirrorFetch
+import MirrorSearch
+import MirrorStorage
 
 /// The search feed as a pipeline's ``CandidateSource``: each new result of the provider chain becomes a candidate
 /// named `<provider>-<id>`, with its provenance for the manifest and its reported size and type for admission.

@@ -1,4 +1,8 @@
 import Foundation
+import MirrorCore
+import MirrorFetch
+import MirrorSearch
+import MirrorStorage
 import MirrorTransport
 
 /// A table of URLs as a pipeline's ``CandidateSource``: each row becomes a candidate named after its URL's last path

@@ -1,6 +1,10 @@
 import Foundation
+@testable import MirrorCore
+@testable import MirrorFetch
 import MirrorImages
 @testable import MirrorKit
+@testable import MirrorSearch
+@testable import MirrorStorage
 import MirrorTestSupport
 import MirrorTransport
 

@@ -1,6 +1,10 @@
 import Crypto
 import Foundation
+@testable import MirrorCore
+@testable import MirrorFetch
 @testable import MirrorKit
+@testable import MirrorSearch
+@testable import MirrorStorage
 import MirrorTestSupport
 import Testing
 

@@ -1,8 +1,12 @@
 import CCodecs
 import Foundation
+@testable import MirrorCore
+@testable import MirrorFetch
 import MirrorImages
-import Testing
 @testable import MirrorKit
+@testable import MirrorSearch
+@testable import MirrorStorage
+import Testing
 
 /// The transform on real files of every format mirror verifies: JPEG, PNG, WebP and GIF through their codecs, the
 /// rest (and CMYK JPEGs, animated WebP) through libvips; what happens to alpha, animation, orientation and geometry.

@@ -1,5 +1,9 @@
 import Foundation
+@testable import MirrorCore
+@testable import MirrorFetch
 @testable import MirrorKit
+@testable import MirrorSearch
+@testable import MirrorStorage
 import Testing
 
 /// `mirror status`'s sum of shard stats, whichever copy wrote them.

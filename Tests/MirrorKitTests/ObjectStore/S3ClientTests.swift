@@ -1,5 +1,9 @@
 import Foundation
+@testable import MirrorCore
+@testable import MirrorFetch
 @testable import MirrorKit
+@testable import MirrorSearch
+@testable import MirrorStorage
 import MirrorTransport
 import Testing
 

@@ -1,7 +1,10 @@
 import Foundation
-import Testing
-
+@testable import MirrorCore
+@testable import MirrorFetch
 @testable import MirrorKit
+@testable import MirrorSearch
+@testable import MirrorStorage
+import Testing
 
 // The fixture `flickr/cassette_photos_search_tags_sunset_xml.yml` is a REST/XML recording. This provider always
 // requests `format=json&nojsoncallback=1`, so XML answers are out of scope and that cassette is not parsed here;

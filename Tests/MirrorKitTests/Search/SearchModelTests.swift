@@ -1,7 +1,10 @@
 import Foundation
-import Testing
-
+@testable import MirrorCore
+@testable import MirrorFetch
 @testable import MirrorKit
+@testable import MirrorSearch
+@testable import MirrorStorage
+import Testing
 
 @Suite("Search models, registry and secrets")
 struct SearchModelTests {

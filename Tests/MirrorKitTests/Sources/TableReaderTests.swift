@@ -1,5 +1,9 @@
 import Foundation
+@testable import MirrorCore
+@testable import MirrorFetch
 @testable import MirrorKit
+@testable import MirrorSearch
+@testable import MirrorStorage
 import Testing
 
 /// Tables of URLs: text, CSV, TSV and JSONL, gzip or not, read row by row with bad rows reported in place.

@@ -1,5 +1,9 @@
 import Foundation
+@testable import MirrorCore
+@testable import MirrorFetch
 @testable import MirrorKit
+@testable import MirrorSearch
+@testable import MirrorStorage
 import Testing
 
 /// Which share of a job a copy takes: from `--shard`, from SLURM's or Kubernetes' variables, by row or by host.

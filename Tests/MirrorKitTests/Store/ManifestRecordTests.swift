@@ -1,5 +1,9 @@
 import Foundation
+@testable import MirrorCore
+@testable import MirrorFetch
 @testable import MirrorKit
+@testable import MirrorSearch
+@testable import MirrorStorage
 import Testing
 
 /// The manifest schema: one definition (``ManifestRecord``), written in full on every line, documented in the README.

@@ -1,5 +1,9 @@
 import CompressNIO
 import Foundation
+import MirrorCore
+import MirrorFetch
+import MirrorSearch
+import MirrorStorage
 import NIOCore
 
 /// A file (or standard input) read in chunks of at most 256 KiB, gunzipped on the way when its first bytes are gzip's

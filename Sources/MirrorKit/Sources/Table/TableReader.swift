@@ -1,5 +1,9 @@
 import CSV
 import Foundation
+import MirrorCore
+import MirrorFetch
+import MirrorSearch
+import MirrorStorage
 
 /// One row of a table of URLs, bad or good.
 public struct TableRow: Sendable, Hashable {

@@ -1,8 +1,11 @@
 import Foundation
+@testable import MirrorCore
+@testable import MirrorFetch
+@testable import MirrorKit
+@testable import MirrorSearch
+@testable import MirrorStorage
 import MirrorTestSupport
 import MirrorTransport
-
-@testable import MirrorKit
 
 /// Hand-built API pages in the shapes the real APIs send (templates: `Fixtures/<api>/`), so the real providers parse
 /// them; image URLs are `https://cdn.test/<provider>/<n>.jpg`, never fetched.

@@ -1,9 +1,12 @@
 import Foundation
+@testable import MirrorCore
+@testable import MirrorFetch
+@testable import MirrorKit
+@testable import MirrorSearch
+@testable import MirrorStorage
 import MirrorTestSupport
 import MirrorTransport
 import Testing
-
-@testable import MirrorKit
 
 /// The feed end to end over a loopback server whose routes answer like the real APIs, parsed by the real providers.
 @Suite("Search feed", .serialized, .timeLimit(.minutes(5)))

@@ -1,7 +1,10 @@
 import Foundation
-import Testing
-
+@testable import MirrorCore
+@testable import MirrorFetch
 @testable import MirrorKit
+@testable import MirrorSearch
+@testable import MirrorStorage
+import Testing
 
 /// The state machine alone: canned pages and errors, a hand-held clock, no network.
 @Suite("Search paginator")

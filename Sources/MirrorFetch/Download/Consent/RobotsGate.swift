@@ -1,0 +1,125 @@
+import Foundation
+import MirrorCore
+import MirrorStorage
+import MirrorTransport
+
+/// Each host's `robots.txt`, fetched once per run (the first time one of its URLs comes up) and kept for the run.
+///
+/// RFC 9309's reading of the fetch: a 2xx body is parsed; a 4xx means no rules; a 5xx means complete disallow. One
+/// deliberate departure: when the host cannot be reached at all (DNS, connect, TLS, timeout) its URLs go on to be
+/// fetched, so that each fails with that network error — reported, transient, retried by a rerun — rather than being
+/// filed as disallowed by a rule nobody could read. A file over 500 KiB is not read (everything allowed). The fetch
+/// goes through the run's transport with its user agent; concurrent asks for one host share one fetch.
+public final class RobotsGate: Sendable {
+    private let loader: any HTTPLoading
+    private let agent: String
+    private let template: TransferRequest
+    private let hosts = Locked<[String: Entry]>([:])
+
+    /// One origin's file: being fetched (with who waits for it), or read.
+    private enum Entry {
+        case fetching([@Sendable (RobotsVerdict) -> Void])
+        case read(RobotsVerdict)
+    }
+
+    /// How one host's file was read.
+    public struct RobotsVerdict: Sendable {
+        package var rules: RobotsRules
+        /// Why everything is refused when the file could not be had, or `nil`.
+        package var unavailable: String?
+    }
+
+    /// Creates the gate.
+    /// - Parameters:
+    ///   - loader: The transport.
+    ///   - agent: The product token rules are read for. Default `mirror`.
+    ///   - userAgent: The `User-Agent` of the fetches.
+    public init(loader: any HTTPLoading, agent: String = "mirror", userAgent: String = MirrorVersion.userAgent) {
+        self.loader = loader
+        self.agent = agent
+        var template = TransferRequest(url: URL(string: "http://localhost/robots.txt")!)
+        template.userAgent = userAgent
+        template.maximumBodyBytes = 500 * 1024
+        template.totalTimeout = .seconds(30)
+        self.template = template
+    }
+
+    /// Why `url` may not be fetched (`robots.txt disallows /private/`), or `nil` when it may.
+    public func refusal(for url: URL) async -> String? {
+        await withCheckedContinuation { continuation in
+            refusal(for: url) { continuation.resume(returning: $0) }
+        }
+    }
+
+    /// Calls `completion` with why `url` may not be fetched, or `nil` when it may: at once, on this thread, when its
+    /// host's file was read already (no task, no hop); otherwise when the one fetch of that file ends.
+    public func refusal(for url: URL, completion: @escaping @Sendable (String?) -> Void) {
+        guard let origin = Self.origin(of: url) else {
+            completion(nil)
+            return
+        }
+        let answer: @Sendable (RobotsVerdict) -> Void = { verdict in completion(Self.refusal(of: url, by: verdict)) }
+        enum Step { case answer(RobotsVerdict), wait, fetch }
+        let step = hosts.withLock { hosts -> Step in
+            switch hosts[origin] {
+            case let .read(verdict)?:
+                return .answer(verdict)
+            case var .fetching(waiters)?:
+                waiters.append(answer)
+                hosts[origin] = .fetching(waiters)
+                return .wait
+            case nil:
+                hosts[origin] = .fetching([answer])
+                return .fetch
+            }
+        }
+        switch step {
+        case let .answer(verdict):
+            answer(verdict)
+        case .wait:
+            break
+        case .fetch:
+            Task {
+                let verdict = await fetch(origin)
+                let waiters = hosts.withLock { hosts -> [@Sendable (RobotsVerdict) -> Void] in
+                    defer { hosts[origin] = .read(verdict) }
+                    if case let .fetching(waiters)? = hosts[origin] { return waiters }
+                    return []
+                }
+                for waiter in waiters { waiter(verdict) }
+            }
+        }
+    }
+
+    private static func refusal(of url: URL, by verdict: RobotsVerdict) -> String? {
+        if let unavailable = verdict.unavailable { return "robots.txt unavailable (\(unavailable)); RFC 9309 says assume disallow" }
+        return verdict.rules.allows(url) ? nil : "robots.txt disallows \(url.path(percentEncoded: true))"
+    }
+
+    private func fetch(_ origin: String) async -> RobotsVerdict {
+        var request = template
+        request.url = URL(string: origin + "/robots.txt")!
+        do {
+            let response = try await loader.perform(request)
+            switch response.status {
+            case 200..<300:
+                return RobotsVerdict(rules: RobotsRules(parsing: String(decoding: response.body, as: UTF8.self), agent: agent))
+            case 400..<500:
+                return RobotsVerdict(rules: .allowAll)
+            default:
+                return RobotsVerdict(rules: .disallowAll, unavailable: "HTTP \(response.status)")
+            }
+        } catch .tooManyRedirects(let limit) {
+            return RobotsVerdict(rules: .disallowAll, unavailable: "more than \(limit) redirects")
+        } catch {
+            return RobotsVerdict(rules: .allowAll)
+        }
+    }
+
+    /// `scheme://host[:port]`, lowercased.
+    package static func origin(of url: URL) -> String? {
+        guard let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased() else { return nil }
+        let bracketed = host.contains(":") ? "[\(host)]" : host
+        return "\(scheme)://\(bracketed)" + (url.port.map { ":\($0)" } ?? "")
+    }
+}

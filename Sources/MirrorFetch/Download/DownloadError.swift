@@ -1,0 +1,88 @@
+import Foundation
+import MirrorCore
+import MirrorImages
+import MirrorStorage
+import MirrorTransport
+
+/// Why an image was not downloaded. Each case carries what a person needs to see.
+public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The network failed, after any retries.
+    case transport(TransportError)
+    /// The server answered with a status other than 2xx, after any retries.
+    case statusUnacceptable(Int)
+    /// The bytes are not a valid image.
+    case rejected(ImageRejection)
+    /// A valid image that the filters turned away (too small, unwanted format).
+    case filtered(String)
+    /// The output folder could not be written.
+    case filesystem(FileError)
+    /// The response's `X-Robots-Tag` opts the image out (the directive, `noai`).
+    case optedOut(String)
+    /// Cancelled before it finished.
+    case cancelled
+
+    public var description: String {
+        switch self {
+        case let .transport(error): error.description
+        case let .statusUnacceptable(status): "HTTP \(status)"
+        case let .rejected(rejection): rejection.description
+        case let .filtered(reason): "filtered: \(reason)"
+        case let .filesystem(error): error.description
+        case let .optedOut(directive): "opted out: X-Robots-Tag \(directive)"
+        case .cancelled: "cancelled"
+        }
+    }
+
+    /// A short, stable key for counting failures by kind in summaries ("http-404", "truncated", …).
+    public var reasonKey: String {
+        switch self {
+        case let .transport(error):
+            switch error {
+            case .dnsFailure: "dns"
+            case .connectFailed: "connect"
+            case .timedOut: "timeout"
+            case .stalled: "stalled"
+            case .tooLarge: "too-large"
+            case .tooManyRedirects: "redirects"
+            case .disallowedProtocol: "protocol"
+            case .tls: "tls"
+            case .truncated: "truncated"
+            case .connectionLost: "connection-lost"
+            case .destinationFailed: "write"
+            case .cancelled: "cancelled"
+            case .other: "network"
+            }
+        case let .statusUnacceptable(status): "http-\(status)"
+        case let .rejected(rejection): rejection.reasonKey
+        case .filtered: "filtered"
+        case .filesystem: "filesystem"
+        case .optedOut: "opted_out"
+        case .cancelled: "cancelled"
+        }
+    }
+
+    /// Whether a later run may succeed where this one failed (the network, the server, the disk).
+    public var isTransient: Bool {
+        switch self {
+        case let .transport(error): error.isTransient
+        case let .statusUnacceptable(status): RetryPolicy.isRetryable(status: status)
+        case .filesystem, .cancelled: true
+        case .rejected, .filtered, .optedOut: false
+        }
+    }
+}
+
+extension ImageRejection {
+    /// A short, stable key for summaries.
+    package var reasonKey: String {
+        switch self {
+        case .empty: "empty"
+        case .html: "not-image-html"
+        case .text: "not-image-text"
+        case .unknownFormat: "not-image"
+        case .truncated: "truncated"
+        case .malformed: "malformed"
+        case .tooManyPixels: "too-many-pixels"
+        }
+    }
+}

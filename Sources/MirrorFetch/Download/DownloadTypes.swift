@@ -1,0 +1,105 @@
+import Foundation
+import MirrorCore
+import MirrorImages
+import MirrorStorage
+import MirrorTransport
+
+/// One image to download into a folder.
+public struct DownloadRequest: Sendable {
+    /// The image URL (`http` or `https`).
+    public var url: URL
+    /// The folder the image will be saved in; the temporary file is made there so the final rename is atomic.
+    public var directory: URL
+    /// Which valid images to keep; nil keeps every valid image.
+    public var filter: ImageFilter?
+    /// Which `X-Robots-Tag` directives refuse the image; nil reads none.
+    public var optOut: OptOutPolicy?
+
+    public init(url: URL, directory: URL, filter: ImageFilter? = nil, optOut: OptOutPolicy? = nil) {
+        self.url = url
+        self.directory = directory
+        self.filter = filter
+        self.optOut = optOut
+    }
+}
+
+/// Which valid images are wanted: minimum dimensions and formats.
+public struct ImageFilter: Sendable, Hashable {
+    /// Narrower images are filtered out. Default 0.
+    public var minimumWidth: Int = 0
+    /// Shorter images are filtered out. Default 0.
+    public var minimumHeight: Int = 0
+    /// Wanted formats; nil wants all.
+    public var formats: Set<ImageFormat>?
+    /// Images whose shorter side is under this are filtered out (`--min-image-size`). Default 0.
+    public var minimumSide: Int = 0
+    /// Images whose longer side over their shorter exceeds this are filtered out (`--max-aspect-ratio`); nil for any.
+    public var maximumAspectRatio: Double?
+
+    public init(minimumWidth: Int = 0, minimumHeight: Int = 0, formats: Set<ImageFormat>? = nil) {
+        self.minimumWidth = minimumWidth
+        self.minimumHeight = minimumHeight
+        self.formats = formats
+    }
+
+    /// Why an image is unwanted, or nil if it is wanted.
+    public func rejection(for info: ImageInfo) -> String? {
+        rejection(format: info.format) ?? rejection(width: info.width, height: info.height)
+    }
+
+    /// Why what a source reports about an image (before any download) already makes it unwanted, or nil when the
+    /// report says nothing against it (unknown values pass: the bytes decide).
+    public func rejection(reportedWidth width: Int?, reportedHeight height: Int?, mimeType: String?) -> String? {
+        if let width, let height, let reason = rejection(width: width, height: height) { return reason }
+        return mimeType.flatMap(ImageFormat.init(mimeType:)).flatMap(rejection(format:))
+    }
+
+    private func rejection(format: ImageFormat) -> String? {
+        guard let formats, !formats.contains(format) else { return nil }
+        return "\(format.rawValue) is not among the wanted formats"
+    }
+
+    private func rejection(width: Int, height: Int) -> String? {
+        if width < minimumWidth || height < minimumHeight {
+            return "\(width)×\(height) is smaller than \(minimumWidth)×\(minimumHeight)"
+        }
+        if min(width, height) < minimumSide {
+            return "\(width)×\(height) has a side under \(minimumSide)"
+        }
+        if let maximumAspectRatio, min(width, height) > 0,
+           Double(max(width, height)) / Double(min(width, height)) > maximumAspectRatio {
+            return "\(width)×\(height) is more elongated than \(maximumAspectRatio):1"
+        }
+        return nil
+    }
+}
+
+extension ImageFormat {
+    /// The format a MIME type names, if any (`image/jpeg` → `.jpeg`).
+    package init?(mimeType: String) {
+        let type = mimeType.lowercased().split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+        guard let format = ImageFormat.allCases.first(where: { $0.mimeType == type }) ?? (type == "image/jpg" ? .jpeg : nil) else {
+            return nil
+        }
+        self = format
+    }
+}
+
+/// What a download ended in.
+public typealias DownloadResult = Result<VerifiedImage, DownloadError>
+
+/// Progress of the download manager, handed to its `onEvent` callback.
+public enum DownloadEvent: Sendable {
+    /// Accepted and waiting for a slot.
+    case queued(URL)
+    /// An attempt began (1 for the first).
+    case started(URL, attempt: Int)
+    /// An attempt received this many body bytes.
+    case bytes(URL, Int64)
+    /// An attempt failed and another follows after `delay`.
+    case retrying(URL, attempt: Int, delay: Duration, reason: String)
+    /// A verified image is ready to be published.
+    case verified(URL, ImageInfo, bytes: Int64, source: CacheType)
+    /// The download ended without an image.
+    case failed(URL, DownloadError)
+}

@@ -1,0 +1,153 @@
+import Foundation
+import MirrorCore
+import MirrorImages
+import MirrorStorage
+import MirrorTransport
+
+/// One attempt at one image: a cancellable asynchronous `Operation` that streams the body into a
+/// temporary file in the destination folder (hashing as it goes), verifies the bytes, and finishes
+/// from its transfer's completion.
+///
+/// The transfer runs on the shared multi driver; this operation holds a queue slot while it is in flight. When the
+/// transfer ends, the operation verifies the body on the download queue's own threads (never on the driver thread)
+/// and only then finishes.
+/// Cancelling cancels the transfer at once; the temporary file is always removed unless the outcome
+/// is a verified image, which then belongs to whoever publishes it.
+final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
+    /// How an attempt ended, with what the retry logic needs to know.
+    package enum Outcome: Sendable {
+        case verified(VerifiedImage)
+        case failed(DownloadError, retryable: Bool, retryAfter: Duration?, throttled: Bool)
+    }
+
+    package let request: DownloadRequest
+    package let attempt: Int
+    private let context: DownloadContext
+    private let completion: @Sendable (Outcome) -> Void
+    // The only mutable state; its lock guards it.
+    private let transfer = Locked<(any Cancellable)?>(nil)
+
+    package init(request: DownloadRequest, attempt: Int, context: DownloadContext, completion: @escaping @Sendable (Outcome) -> Void) {
+        self.request = request
+        self.attempt = attempt
+        self.context = context
+        self.completion = completion
+    }
+
+    package override func cancel() {
+        super.cancel()
+        transfer.withLock { $0 }?.cancel()
+    }
+
+    override func didSkipExecution() {
+        completion(.failed(.cancelled, retryable: false, retryAfter: nil, throttled: false))
+    }
+
+    package override func execute() {
+        if let cached = context.cachedImage(for: request) {
+            end(cached)
+            return
+        }
+        let temporary: AtomicFile.Temporary
+        do {
+            temporary = try AtomicFile.makeTemporary(in: request.directory)
+        } catch {
+            end(.failed(.filesystem(error), retryable: false, retryAfter: nil, throttled: false))
+            return
+        }
+        let sink = HashingFileSink(descriptor: temporary.descriptor, folder: request.directory.path, pool: context.buffers)
+        var transferRequest = context.transferTemplate
+        transferRequest.url = request.url
+        transferRequest.destination = .sink(sink)
+        context.emit(.started(request.url, attempt: attempt))
+        let task = context.loader.load(transferRequest) { [self] result in
+            // Off the driver thread, onto the queue's own, before anything touches the disk.
+            context.threads.async {
+                self.end(self.conclude(result, sink: sink, temporary: temporary))
+            }
+        }
+        transfer.withLock { $0 = task }
+        if isCancelled { task.cancel() }
+    }
+
+    private func end(_ outcome: Outcome) {
+        finish()
+        completion(outcome)
+    }
+
+    private func conclude(_ result: Result<HTTPResponse, TransportError>, sink: HashingFileSink, temporary: AtomicFile.Temporary) -> Outcome {
+        // A 2xx body may still be (partly) in the sink's memory: write it out before the file is closed.
+        var body: Result<Data?, FileError> = .success(nil)
+        if case let .success(response) = result, response.isSuccess {
+            do throws(FileError) {
+                body = .success(try sink.finish())
+            } catch {
+                body = .failure(error)
+            }
+        }
+        let outcome = verify(result, body: body, sink: sink, temporary: temporary)
+        close(temporary.descriptor)
+        if case .failed = outcome { AtomicFile.remove(temporary.url) }
+        return outcome
+    }
+
+    private func verify(_ result: Result<HTTPResponse, TransportError>, body: Result<Data?, FileError>, sink: HashingFileSink, temporary: AtomicFile.Temporary) -> Outcome {
+        let response: HTTPResponse
+        switch result {
+        case .failure(.cancelled):
+            return .failed(.cancelled, retryable: false, retryAfter: nil, throttled: false)
+        case .failure(.destinationFailed) where sink.earlyRejection != nil:
+            return .failed(.rejected(sink.earlyRejection!), retryable: false, retryAfter: nil, throttled: false)
+        case .failure(.destinationFailed) where sink.writeError != nil:
+            return .failed(.filesystem(sink.writeError!), retryable: false, retryAfter: nil, throttled: false)
+        case let .failure(error):
+            return .failed(.transport(error), retryable: error.isTransient, retryAfter: nil, throttled: false)
+        case let .success(value):
+            response = value
+        }
+        context.emit(.bytes(request.url, response.bytesReceived))
+        guard response.isSuccess else {
+            let status = response.status
+            let retryAfter = (status == 429 || status == 503) ? response.retryAfter() : nil
+            let throttled = status == 429 || (status == 503 && retryAfter != nil)
+            return .failed(.statusUnacceptable(status), retryable: RetryPolicy.isRetryable(status: status), retryAfter: retryAfter, throttled: throttled)
+        }
+        if let directive = request.optOut?.refusal(headers: response.headers) {
+            return .failed(.optedOut(directive), retryable: false, retryAfter: nil, throttled: false)
+        }
+        let inMemory: Data?
+        switch body {
+        case let .failure(error):
+            return .failed(.filesystem(error), retryable: false, retryAfter: nil, throttled: false)
+        case let .success(data):
+            inMemory = data
+        }
+        let info: ImageInfo
+        do {
+            // From memory when the whole body is still there; otherwise read back from the file.
+            info = try inMemory.map(context.validator.validate) ?? context.validate(temporary, count: sink.written)
+        } catch let rejection as ImageRejection {
+            // A cut-off body that curl did not flag (no Content-Length) is worth another try.
+            let retryable: Bool = if case .truncated = rejection { true } else { false }
+            return .failed(.rejected(rejection), retryable: retryable, retryAfter: nil, throttled: false)
+        } catch {
+            return .failed(.filesystem(FileError(operation: "read", path: temporary.url.path, code: EIO)), retryable: false, retryAfter: nil, throttled: false)
+        }
+        if let reason = request.filter?.rejection(for: info) {
+            return .failed(.filtered(reason), retryable: false, retryAfter: nil, throttled: false)
+        }
+        let image = VerifiedImage(
+            url: request.url,
+            effectiveURL: response.effectiveURL,
+            temporaryFile: temporary.url,
+            info: info,
+            bytes: sink.written,
+            sha256: sink.digest(),
+            source: .none,
+            attempts: attempt,
+            fetchedAt: Date()
+        )
+        context.storeInCache(image)
+        return .verified(image)
+    }
+}

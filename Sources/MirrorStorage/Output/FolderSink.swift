@@ -1,0 +1,114 @@
+import Foundation
+import MirrorCore
+
+/// The output folder as an ``ImageSink``: files published atomically in batches, `manifest.jsonl`, and (for
+/// searches) the state database.
+///
+/// Wraps an ``OutputFolder`` (lock, reconciliation, lookups), an ``ImageCommitter`` (batched fsync, rename,
+/// journal, manifest) and, when given one, a ``StateStore`` (published images and failed URLs).
+///
+/// ```swift
+/// let folder = try OutputFolder(directory: url)
+/// let sink = FolderSink(folder: folder, admissionLimit: 50)
+/// ```
+public final class FolderSink: ImageSink {
+    /// The folder images are published into.
+    public let folder: OutputFolder
+    /// The state database, or `nil` for none (URL lists keep their state in the manifest alone).
+    public let store: StateStore?
+    /// How files are named; `nil` names them after the candidate's stem.
+    public let nameTemplate: NameTemplate?
+    /// The label of this run's images and the subfolder they go to (`--queries`), or `nil`.
+    public let label: (name: String, subfolder: String)?
+    private let committer: ImageCommitter
+
+    /// Creates the sink.
+    /// - Parameters:
+    ///   - folder: The output folder (opened, and so locked, by the caller).
+    ///   - store: The state database, or `nil`.
+    ///   - isSyncEnabled: Whether files, the folder and the manifest are fsynced. Default true.
+    ///   - admissionLimit: Images this run may publish at most, or `nil` for no limit.
+    ///   - nameTemplate: How files are named, or `nil` for `<stem>.<ext>`.
+    ///   - label: The label of this run's images and their subfolder (made if missing), or `nil` for none.
+    ///   - uniqueAcrossLabels: Whether bytes another label holds are refused rather than kept again.
+    public init(
+        folder: OutputFolder, store: StateStore? = nil, isSyncEnabled: Bool = true, admissionLimit: Int? = nil,
+        nameTemplate: NameTemplate? = nil, label: (name: String, subfolder: String)? = nil, uniqueAcrossLabels: Bool = false
+    ) throws(FileError) {
+        self.folder = folder
+        self.store = store
+        self.nameTemplate = nameTemplate
+        self.label = label
+        if let label { try folder.makeSubfolder(label.subfolder) }
+        committer = ImageCommitter(folder: folder, store: store, isSyncEnabled: isSyncEnabled, admissionLimit: admissionLimit, uniqueAcrossLabels: uniqueAcrossLabels)
+    }
+
+    /// Images saved this run whose bytes another label holds too.
+    public var crossLabelDuplicates: Int { committer.crossLabelDuplicates }
+
+    public var stagingDirectory: URL { folder.directory }
+
+    public func contains(normalizedURL: String, provenance: ImageProvenance) -> Bool {
+        folder.contains(normalizedURL: normalizedURL, label: label?.name)
+    }
+
+    public func publish(_ image: VerifiedImage, stem: String, provenance: ImageProvenance, completion: @escaping @Sendable (PublishOutcome) -> Void) {
+        var name: (@Sendable (Int) -> String)?
+        if let template = nameTemplate {
+            name = { index in
+                template.render(
+                    provider: provenance.provider ?? "", id: provenance.id ?? stem, title: provenance.title, index: index,
+                    sha256: image.sha256, format: image.info.format
+                )
+            }
+        }
+        let naming = name
+        let label = self.label
+        var provenance = provenance
+        provenance.label = label?.name ?? provenance.label
+        committer.commit(ImageCommitter.Item(
+            image: image,
+            stem: stem,
+            name: naming,
+            record: { [provenance] file in ManifestRecord(file: file, image: image, provenance: provenance) },
+            label: label,
+            completion: completion
+        ))
+    }
+
+    public func settle(url: URL, provenance: ImageProvenance, as outcome: SettledOutcome) {
+        guard let store else { return }
+        let provider = provenance.provider
+        switch outcome {
+        case let .failed(reason, _, isTransient):
+            try? store.recordFailure(url: url, provider: provider, reason: reason, isTransient: isTransient)
+        case .filtered:
+            try? store.recordFailure(url: url, provider: provider, reason: "filtered", isTransient: false)
+        case let .refused(reason, _):
+            try? store.recordFailure(url: url, provider: provider, reason: reason, isTransient: false)
+        case .invalid, .duplicate:
+            break
+        }
+    }
+
+    public var publishedCount: Int { committer.admittedCount }
+
+    public func drain() async {
+        await committer.drain()
+    }
+}
+
+extension ManifestRecord {
+    /// The record of `image` saved as `file`, with what its source knew about it.
+    public init(file: String, image: VerifiedImage, provenance: ImageProvenance) {
+        self.init(
+            file: file, url: image.url.absoluteString, pageURL: provenance.pageURL, provider: provenance.provider,
+            id: provenance.id, title: provenance.title, creator: provenance.creator, license: provenance.license,
+            licenseURL: provenance.licenseURL, width: image.info.width, height: image.info.height, bytes: image.bytes,
+            sha256: image.sha256, format: image.info.format.rawValue, query: provenance.query, fetchedAt: image.fetchedAt,
+            key: provenance.key, caption: provenance.caption, label: provenance.label,
+            originalWidth: image.originalWidth, originalHeight: image.originalHeight, originalFormat: image.originalFormat?.rawValue,
+            originalBytes: image.originalBytes, columns: provenance.columns
+        )
+    }
+}

@@ -1,0 +1,260 @@
+import Foundation
+import MirrorCore
+import MirrorTransport
+
+/// Publishes verified images into an output folder in batches: no duplicate bytes, no clobbered
+/// names, never more than allowed, and crash-safe at every instant.
+///
+/// Images arrive from many threads; one serial queue publishes whatever has accumulated, so batches grow by
+/// themselves under load. For each batch: fsync its files (in parallel, on a small pool); drop
+/// duplicates (by SHA-256, against the folder and within the batch) and anything beyond the admission
+/// limit; pick a free name for each survivor; write the batch to the journal; link each file into place; fsync the folder;
+/// record the batch in the state database in one transaction; append the manifest lines; clear the journal. A kill before the links leaves only temporary files
+/// (deleted next run); a kill after leaves files the journal names (verified and adopted next run).
+public final class ImageCommitter: Sendable {
+    /// How one image's publication ended.
+    public typealias Outcome = PublishOutcome
+
+    /// One image waiting to be published.
+    public struct Item: Sendable {
+        public var image: VerifiedImage
+        /// The wanted file name stem; the extension comes from the format.
+        public var stem: String
+        /// Names the file from its 1-based index in the folder instead of `stem`, if set.
+        public var name: (@Sendable (_ index: Int) -> String)?
+        /// Builds the manifest record once the file name is known.
+        public var record: @Sendable (_ fileName: String) -> ManifestRecord
+        /// The label (a `--queries` run's query) and the subfolder its images go to, or `nil`.
+        public var label: (name: String, subfolder: String)?
+        public var completion: @Sendable (Outcome) -> Void
+        /// Set when the file could not be synced; the item then fails.
+        var syncError: FileError?
+
+        public init(
+            image: VerifiedImage, stem: String, name: (@Sendable (_ index: Int) -> String)? = nil,
+            record: @escaping @Sendable (_ fileName: String) -> ManifestRecord,
+            label: (name: String, subfolder: String)? = nil,
+            completion: @escaping @Sendable (Outcome) -> Void
+        ) {
+            self.label = label
+            self.image = image
+            self.stem = stem
+            self.name = name
+            self.record = record
+            self.completion = completion
+        }
+    }
+
+    private struct State {
+        var pending: [Item] = []
+        var flushScheduled = false
+        var inFlight = 0
+        var admitted = 0
+        var drainWaiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    public let folder: OutputFolder
+    /// The state database that records each published batch, if any.
+    public let store: StateStore?
+    /// Whether files, the folder and the manifest are fsynced (power-loss durability). Default true.
+    public let isSyncEnabled: Bool
+    /// Images admitted at most in this run, or nil for no limit.
+    public let admissionLimit: Int?
+    /// Whether bytes saved under one label are refused under another (`--unique-across-queries`). Default false:
+    /// kept in both, and counted in ``crossLabelDuplicates``.
+    public let uniqueAcrossLabels: Bool
+    private let crossLabel = Locked(0)
+
+    /// Images saved this run whose bytes another label already holds.
+    public var crossLabelDuplicates: Int { crossLabel.withLock { $0 } }
+    private let queue = DispatchQueue(label: "mirror.commit")
+    private let syncPool = BlockingPool(maximumThreads: 8, name: "mirror.fsync")
+    private let state = Locked(State())
+
+    public init(folder: OutputFolder, store: StateStore? = nil, isSyncEnabled: Bool = true, admissionLimit: Int? = nil, uniqueAcrossLabels: Bool = false) {
+        self.uniqueAcrossLabels = uniqueAcrossLabels
+        self.folder = folder
+        self.store = store
+        self.isSyncEnabled = isSyncEnabled
+        self.admissionLimit = admissionLimit
+    }
+
+    /// Images published by this committer so far.
+    public var admittedCount: Int { state.withLock { $0.admitted } }
+
+    /// Queues an image for publication; its completion runs on the commit queue.
+    public func commit(_ item: Item) {
+        let schedule = state.withLock { state -> Bool in
+            state.inFlight += 1
+            state.pending.append(item)
+            defer { state.flushScheduled = true }
+            return !state.flushScheduled
+        }
+        if schedule { queue.async { self.flush() } }
+    }
+
+    /// Returns when every queued image has been published or refused.
+    public func drain() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done = state.withLock { state -> Bool in
+                if state.inFlight == 0 { return true }
+                state.drainWaiters.append(continuation)
+                return false
+            }
+            if done { continuation.resume() }
+        }
+    }
+
+    private func flush() {
+        let batch = state.withLock { state -> [Item] in
+            state.flushScheduled = false
+            defer { state.pending.removeAll(keepingCapacity: true) }
+            return state.pending
+        }
+        guard !batch.isEmpty else { return }
+        let outcomes = publish(isSyncEnabled ? syncFiles(of: batch) : batch)
+        for (item, outcome) in zip(batch, outcomes) {
+            item.completion(outcome)
+        }
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.inFlight -= batch.count
+            guard state.inFlight == 0 else { return [] }
+            defer { state.drainWaiters.removeAll() }
+            return state.drainWaiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    private func publish(_ batch: [Item]) -> [Outcome] {
+        var outcomes = [Outcome?](repeating: nil, count: batch.count)
+        var accepted: [(index: Int, name: String, record: ManifestRecord)] = []
+        var batchDigests: [String: String] = [:]
+        var batchAnyLabel: Set<String> = []
+        var batchNames: Set<String> = []
+        var admitted = state.withLock { $0.admitted }
+
+        for (index, item) in batch.enumerated() {
+            if let syncError = item.syncError {
+                outcomes[index] = .failed(syncError)
+                continue
+            }
+            let digest = item.image.sha256
+            let label = item.label?.name
+            let batchKey = uniqueAcrossLabels ? digest : (label ?? "") + "\u{0}" + digest
+            if let existing = folder.file(withSHA256: digest, label: label, anyLabel: uniqueAcrossLabels) ?? batchDigests[batchKey] {
+                outcomes[index] = .duplicate(of: existing)
+                continue
+            }
+            if let limit = admissionLimit, admitted >= limit {
+                outcomes[index] = .notAdmitted
+                continue
+            }
+            let name = freeName(for: item, index: folder.savedCount + accepted.count + 1, avoiding: batchNames)
+            batchNames.insert(name.lowercased())
+            if label != nil, !uniqueAcrossLabels, folder.file(withSHA256: digest, anyLabel: true) != nil || batchAnyLabel.contains(digest) {
+                crossLabel.withLock { $0 += 1 }
+            }
+            batchDigests[batchKey] = name
+            batchAnyLabel.insert(digest)
+            admitted += 1
+            accepted.append((index, name, item.record(name)))
+        }
+
+        var published: [String] = []
+        do throws(FileError) {
+            try folder.writeJournal(accepted.map(\.record), sync: isSyncEnabled)
+            for entry in accepted {
+                try AtomicFile.publish(batch[entry.index].image.temporaryFile, as: folder.directory.appendingPathComponent(entry.name))
+                published.append(entry.name)
+            }
+            if isSyncEnabled { try AtomicFile.syncDirectory(folder.directory) }
+            // The database row before the manifest line: a kill in between leaves a row and a journal
+            // entry, and the next run adopts the file into the manifest (rows are inserted idempotently).
+            do {
+                try store?.insertImages(accepted.map(\.record))
+            } catch {
+                throw FileError(
+                    operation: "record the images in", path: folder.stateDirectory.appendingPathComponent("state.sqlite").path,
+                    code: StateStore.errno(for: error)
+                )
+            }
+            try folder.appendToManifest(accepted.map(\.record), sync: isSyncEnabled)
+            for entry in accepted { outcomes[entry.index] = .saved(entry.record) }
+            state.withLock { $0.admitted = admitted }
+        } catch {
+            // Nothing of this batch reached the manifest (a failed append is truncated away): take back
+            // the files it published, so that the folder still holds exactly what the manifest lists.
+            // (A kill at this point instead leaves them to the journal, and the next run adopts them.)
+            for name in published { AtomicFile.remove(folder.directory.appendingPathComponent(name)) }
+            for entry in accepted { outcomes[entry.index] = .failed(error) }
+        }
+        for (index, outcome) in outcomes.enumerated() {
+            if case .saved = outcome { continue }
+            AtomicFile.remove(batch[index].image.temporaryFile)
+        }
+        return outcomes.map { $0 ?? .notAdmitted }
+    }
+
+    /// A name no saved file and no file of this batch has, ignoring case (`batchNames` are lowercased).
+    private func freeName(for item: Item, index: Int, avoiding batchNames: Set<String>) -> String {
+        let format = item.image.info.format
+        let prefix = item.label.map { $0.subfolder + "/" } ?? ""
+        let plain = prefix + (item.name?(index) ?? FileNaming.fileName(stem: item.stem, format: format))
+        if !batchNames.contains(plain.lowercased()) && !folder.isTaken(plain) { return plain }
+        let stem = String(plain.dropFirst(prefix.count).dropLast(format.fileExtension.count + 1))
+        let digest = item.image.sha256
+        for length in [8, 12, 16, 64] {
+            let name = prefix + FileNaming.fileName(stem: stem, format: format, suffix: String(digest.prefix(length)))
+            if !batchNames.contains(name.lowercased()) && !folder.isTaken(name) { return name }
+        }
+        return prefix + FileNaming.fileName(stem: stem, format: format, suffix: UUID().uuidString.lowercased())
+    }
+
+    /// Fsyncs the files of a batch: the first on this thread, and when that took long enough to be a real disk's
+    /// flush, the rest in parallel (ext4 shares the flushes of concurrent fsyncs), slices of it on the sync pool and one
+    /// here; when it was instant (tmpfs, a disk cache), the rest here too. Per batch, not per image: a hand-off to the
+    /// pool for every image cost more thread wake-ups and lock contention than anything else in the pipeline
+    /// (`perf record -e context-switches`).
+    private func syncFiles(of batch: [Item]) -> [Item] {
+        let failures = Locked<[Int: FileError]>([:])
+        let sync: @Sendable (Int, Int) -> Void = { [self] first, step in
+            for index in stride(from: first, to: batch.count, by: step) {
+                do throws(FileError) {
+                    try syncFile(batch[index].image.temporaryFile)
+                } catch {
+                    failures.withLock { $0[index] = error }
+                }
+            }
+        }
+        let clock = ContinuousClock()
+        let firstTook = clock.measure { sync(0, batch.count) }
+        if batch.count > 1 {
+            let slices = firstTook < Self.instantSync ? 1 : min(batch.count - 1, syncPool.maximumThreads)
+            let group = DispatchGroup()
+            for slice in 1..<slices {
+                group.enter()
+                syncPool.submit {
+                    sync(1 + slice, slices)
+                    group.leave()
+                }
+            }
+            sync(1, slices)
+            group.wait()
+        }
+        let failed = failures.withLock { $0 }
+        guard !failed.isEmpty else { return batch }
+        var synced = batch
+        for (index, error) in failed { synced[index].syncError = error }
+        return synced
+    }
+
+    /// An fsync faster than this found nothing to flush: the rest of its batch is synced on the same thread.
+    private static let instantSync = Duration.microseconds(50)
+
+    private func syncFile(_ url: URL) throws(FileError) {
+        let descriptor = open(url.path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard descriptor >= 0 else { throw FileError(operation: "open", path: url.path, code: errno) }
+        defer { close(descriptor) }
+        try AtomicFile.sync(descriptor, path: url.path)
+    }
+}

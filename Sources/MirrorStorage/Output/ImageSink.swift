@@ -1,0 +1,148 @@
+import Foundation
+import MirrorCore
+
+/// What a source knows about an image besides its URL: the manifest's provenance fields.
+///
+/// Every field is optional: a URL list knows none of them, a search result most.
+public struct ImageProvenance: Sendable, Hashable {
+    /// The provider's registry name (`openverse`, …).
+    public var provider: String?
+    /// The provider's id of the image.
+    public var id: String?
+    /// The image's title.
+    public var title: String?
+    /// The page about the image, for attribution.
+    public var pageURL: String?
+    /// Who made it.
+    public var creator: String?
+    /// Licence code and version (`cc-by 4.0`).
+    public var license: String?
+    /// The licence deed or terms page.
+    public var licenseURL: String?
+    /// The search query that found it.
+    public var query: String?
+    /// The table row it came from (``TableRow/key``), or `nil`.
+    public var key: String?
+    /// The row's caption, or `nil`.
+    public var caption: String?
+    /// Its class (the query of a `--queries` run), or `nil`.
+    public var label: String?
+    /// Columns carried from the table (`--keep-cols`).
+    public var columns: [KeptColumn] = []
+    /// The row's place among the rows this copy of a host-split job takes (``WorkShard/Split/host``), which is what
+    /// a WebDataset shard counts by; `nil` otherwise (shards count by the row's position).
+    public var slot: Int?
+
+    /// Creates provenance; every field defaults to `nil`.
+    public init(
+        provider: String? = nil, id: String? = nil, title: String? = nil, pageURL: String? = nil, creator: String? = nil,
+        license: String? = nil, licenseURL: String? = nil, query: String? = nil, key: String? = nil, caption: String? = nil,
+        label: String? = nil, columns: [KeptColumn] = []
+    ) {
+        self.provider = provider
+        self.id = id
+        self.title = title
+        self.pageURL = pageURL
+        self.creator = creator
+        self.license = license
+        self.licenseURL = licenseURL
+        self.query = query
+        self.key = key
+        self.caption = caption
+        self.label = label
+        self.columns = columns
+    }
+}
+
+/// How one image's publication ended.
+public enum PublishOutcome: Sendable, Equatable {
+    /// Published; the record is now in the sink's manifest.
+    case saved(ManifestRecord)
+    /// The same bytes are already saved, in this file.
+    case duplicate(of: String)
+    /// Not admitted: the run already has all it asked for.
+    case notAdmitted
+    /// The sink could not be written.
+    case failed(FileError)
+}
+
+/// How a candidate ended without a published image.
+public enum SettledOutcome: Sendable, Hashable {
+    /// The row gave no URL.
+    case invalid(String)
+    /// The download gave no image; `reason` is its key (`http-404`, …).
+    case failed(reason: String, message: String, isTransient: Bool)
+    /// A valid image that a filter turned away.
+    case filtered(String)
+    /// The image's response or its host's robots.txt says not to take it (`opted_out`, `disallowed`).
+    case refused(reason: String, message: String)
+    /// The URL came up earlier in this run, or the same bytes are already saved (`of` names them).
+    case duplicate(of: String?)
+
+    /// The status a record names it by.
+    public var status: String {
+        switch self {
+        case .invalid: "invalid"
+        case .failed: "failed"
+        case .filtered: "filtered"
+        case let .refused(reason, _): reason
+        case .duplicate: "duplicate"
+        }
+    }
+
+    /// Why, in a few words, or `nil` for a duplicate.
+    public var message: String? {
+        switch self {
+        case let .invalid(reason): reason
+        case let .failed(_, message, _): message
+        case let .filtered(reason): reason
+        case let .refused(_, message): message
+        case let .duplicate(existing): existing.map { "same image as \($0)" }
+        }
+    }
+}
+
+/// Where verified images end up: the folder today; WebDataset shards and object storage next.
+///
+/// A sink publishes atomically (a reader never sees half an image), refuses bytes it already holds, never admits
+/// more than its run asked for, and keeps its own state (manifest, database) in step with what it holds.
+///
+/// Thread safety: every method may be called from any task at once.
+public protocol ImageSink: Sendable {
+    /// The folder downloads stream into: on the same file system as the destination, so publishing is a rename.
+    var stagingDirectory: URL { get }
+
+    /// Whether the sink already holds the image whose URL's normalised form (`CacheKey(url:).normalizedURL`) is
+    /// `normalizedURL` and whose source says `provenance`: the folder tells by URL, shards by the row's key.
+    func contains(normalizedURL: String, provenance: ImageProvenance) -> Bool
+
+    /// Publishes a verified image under a name made from `stem` (the temporary file is the sink's from now on:
+    /// published or removed), and calls `completion` with how it ended, once, on any thread (a callback, so that the
+    /// image goes on from the thread that verified it, with no task in between).
+    func publish(_ image: VerifiedImage, stem: String, provenance: ImageProvenance, completion: @escaping @Sendable (PublishOutcome) -> Void)
+
+    /// Records, best effort, how the image at `url` ended without being published, so that a later run can skip it
+    /// (the folder keeps failures) and so that sinks that account for every row (shards) can close them.
+    func settle(url: URL, provenance: ImageProvenance, as outcome: SettledOutcome)
+
+    /// Images this run has published.
+    var publishedCount: Int { get }
+
+    /// Returns when everything handed to ``publish(_:stem:provenance:)`` has been published or refused.
+    func drain() async
+
+    /// Ends the run, after ``drain()``: `sourceExhausted` says whether every row of the source was read and settled
+    /// (so a sink that groups rows can close its last group). Default: nothing.
+    func finish(sourceExhausted: Bool) async
+}
+
+extension ImageSink {
+    public func finish(sourceExhausted: Bool) async {}
+
+    /// Publishes a verified image (see ``publish(_:stem:provenance:completion:)``) and returns how it ended.
+    public func publish(_ image: VerifiedImage, stem: String, provenance: ImageProvenance) async -> PublishOutcome {
+        await withCheckedContinuation { continuation in
+            publish(image, stem: stem, provenance: provenance) { continuation.resume(returning: $0) }
+        }
+    }
+}

@@ -1,0 +1,312 @@
+import Foundation
+import MirrorCore
+
+/// One line of `manifest.jsonl`: one saved image, with where it came from and what it is.
+///
+/// This type is the manifest's schema, the one definition the writer, the readers and the tests share. Every line
+/// holds every field of ``Field/all``, in that order, each with one JSON type: a field whose value is unknown (a
+/// URL-list image has no provider, an API may name no creator) is written as `null`, never left out, so pyarrow,
+/// pandas and Hugging Face `datasets` infer one column type per field. Manifests of separate runs or shards merge by
+/// concatenation.
+public struct ManifestRecord: Codable, Sendable, Hashable {
+    /// The file's name inside the output folder.
+    public var file: String
+    /// The image URL it was downloaded from.
+    public var url: String
+    /// The human-readable page about the image (for attribution), or `nil`.
+    public var pageURL: String?
+    /// The provider's registry name (`openverse`, …), or `nil` for an image from a URL list.
+    public var provider: String?
+    /// The provider's id of the image, or `nil`.
+    public var id: String?
+    /// The image's title, or `nil`.
+    public var title: String?
+    /// Who made it, or `nil`.
+    public var creator: String?
+    /// The licence code and version (`cc-by 4.0`), or `nil`.
+    public var license: String?
+    /// The licence deed or terms page, or `nil`.
+    public var licenseURL: String?
+    /// Width in pixels, read from the file's header.
+    public var width: Int
+    /// Height in pixels, read from the file's header.
+    public var height: Int
+    /// The file's size in bytes.
+    public var bytes: Int64
+    /// The SHA-256 of the file's bytes, lowercase hex.
+    public var sha256: String
+    /// The format sniffed from the bytes (`jpeg`, `png`, …).
+    public var format: String
+    /// The search query that found it, or `nil` for an image from a URL list.
+    public var query: String?
+    /// When its download finished (UTC).
+    public var fetchedAt: Date
+    /// The table row it came from (its position, zero-padded: `000000042`), or `nil` for a search.
+    public var key: String?
+    /// The row's caption, or `nil`.
+    public var caption: String?
+    /// The class it belongs to (the query of a `--queries` run), or `nil`.
+    public var label: String?
+    /// The width as served, before any resize (the same as ``width`` when the file is the download itself).
+    public var originalWidth: Int
+    /// The height as served, before any resize.
+    public var originalHeight: Int
+    /// The format as served (`png` for a PNG stored as JPEG).
+    public var originalFormat: String
+    /// The size in bytes as served.
+    public var originalBytes: Int64
+    /// Columns carried from the table (`--keep-cols`), written after the schema's fields under their own names.
+    public var columns: [KeptColumn] = []
+
+    /// The manifest's fields, in the order every line holds them.
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case file = "file_name"
+        case url
+        case pageURL = "page_url"
+        case provider, id, title, creator, license
+        case licenseURL = "license_url"
+        case width, height, bytes, sha256, format, query
+        case fetchedAt = "fetched_at"
+        case key, caption, label
+        case originalWidth = "original_width"
+        case originalHeight = "original_height"
+        case originalFormat = "original_format"
+        case originalBytes = "original_bytes"
+    }
+
+    private enum LegacyKeys: String, CodingKey {
+        case file
+    }
+
+    /// One field of the schema: its key, its JSON type, whether it may be `null`, and what it means.
+    public struct Field: Sendable, Hashable {
+        /// The JSON type of a field's value (besides `null` for a nullable field).
+        public enum JSONType: String, Sendable, Hashable {
+            case string, integer
+        }
+
+        /// The JSON key.
+        public var key: String
+        /// The JSON type of its value.
+        public var type: JSONType
+        /// When the value is `null`, or `nil` for a field that is never `null`.
+        public var nullWhen: String?
+        /// What it means.
+        public var meaning: String
+
+        /// The schema, in line order; the README's table says the same.
+        public static let all: [Field] = [
+            Field(.file, type: .string, meaning: "the file's path inside the output folder (the name `imagefolder` reads)"),
+            Field(.url, type: .string, meaning: "the image URL it was downloaded from"),
+            Field(.pageURL, type: .string, nullWhen: "the source names no page", meaning: "the page about the image, for attribution"),
+            Field(.provider, type: .string, nullWhen: "a URL list", meaning: "the provider that found it (`openverse`, …)"),
+            Field(.id, type: .string, nullWhen: "a URL list", meaning: "the provider's id of the image"),
+            Field(.title, type: .string, nullWhen: "the source gives none", meaning: "the image's title"),
+            Field(.creator, type: .string, nullWhen: "the source names no one", meaning: "who made it"),
+            Field(.license, type: .string, nullWhen: "the source does not say", meaning: "licence code and version (`cc-by 4.0`)"),
+            Field(.licenseURL, type: .string, nullWhen: "the source gives none", meaning: "the licence deed or terms"),
+            Field(.width, type: .integer, meaning: "width in pixels, from the file's header"),
+            Field(.height, type: .integer, meaning: "height in pixels, from the file's header"),
+            Field(.bytes, type: .integer, meaning: "the file's size"),
+            Field(.sha256, type: .string, meaning: "SHA-256 of the file, lowercase hex"),
+            Field(.format, type: .string, meaning: "the format sniffed from the bytes (`jpeg`, `png`, …)"),
+            Field(.query, type: .string, nullWhen: "a URL list", meaning: "the search query that found it"),
+            Field(.fetchedAt, type: .string, meaning: "when the download finished, ISO 8601 UTC"),
+            Field(.key, type: .string, nullWhen: "a search", meaning: "the table row it came from: its position from 0, nine digits (`000000042`)"),
+            Field(.caption, type: .string, nullWhen: "the row has none", meaning: "the row's caption column"),
+            Field(.label, type: .string, nullWhen: "not a `--queries` run", meaning: "its class: the query whose folder holds it"),
+            Field(.originalWidth, type: .integer, meaning: "width as served, before `--resize` (the same as `width` when the file is the download)"),
+            Field(.originalHeight, type: .integer, meaning: "height as served, before `--resize`"),
+            Field(.originalFormat, type: .string, meaning: "the format as served (`png` for a PNG stored as JPEG)"),
+            Field(.originalBytes, type: .integer, meaning: "the size as served, in bytes"),
+        ]
+
+        /// The names no `--keep-cols` column may take (they are the schema's).
+        public static var reservedNames: Set<String> { Set(all.map(\.key)) }
+
+        init(_ key: CodingKeys, type: JSONType, nullWhen: String? = nil, meaning: String) {
+            self.key = key.rawValue
+            self.type = type
+            self.nullWhen = nullWhen
+            self.meaning = meaning
+        }
+    }
+
+    public init(
+        file: String, url: String, pageURL: String? = nil, provider: String? = nil, id: String? = nil,
+        title: String? = nil, creator: String? = nil, license: String? = nil, licenseURL: String? = nil,
+        width: Int, height: Int, bytes: Int64, sha256: String, format: String, query: String? = nil, fetchedAt: Date,
+        key: String? = nil, caption: String? = nil, label: String? = nil, originalWidth: Int? = nil, originalHeight: Int? = nil,
+        originalFormat: String? = nil, originalBytes: Int64? = nil, columns: [KeptColumn] = []
+    ) {
+        self.file = file
+        self.url = url
+        self.pageURL = pageURL
+        self.provider = provider
+        self.id = id
+        self.title = title
+        self.creator = creator
+        self.license = license
+        self.licenseURL = licenseURL
+        self.width = width
+        self.height = height
+        self.bytes = bytes
+        self.sha256 = sha256
+        self.format = format
+        self.query = query
+        self.fetchedAt = fetchedAt
+        self.key = key
+        self.caption = caption
+        self.label = label
+        // Unless told otherwise, the file is the download itself.
+        self.originalWidth = originalWidth ?? width
+        self.originalHeight = originalHeight ?? height
+        self.originalFormat = originalFormat ?? format
+        self.originalBytes = originalBytes ?? bytes
+        self.columns = columns
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        if let file = try container.decodeIfPresent(String.self, forKey: .file) {
+            self.file = file
+        } else {
+            // Manifests written before 0.15 named it `file`.
+            file = try decoder.container(keyedBy: LegacyKeys.self).decode(String.self, forKey: .file)
+        }
+        url = try container.decode(String.self, forKey: .url)
+        pageURL = try container.decodeIfPresent(String.self, forKey: .pageURL)
+        provider = try container.decodeIfPresent(String.self, forKey: .provider)
+        id = try container.decodeIfPresent(String.self, forKey: .id)
+        title = try container.decodeIfPresent(String.self, forKey: .title)
+        creator = try container.decodeIfPresent(String.self, forKey: .creator)
+        license = try container.decodeIfPresent(String.self, forKey: .license)
+        licenseURL = try container.decodeIfPresent(String.self, forKey: .licenseURL)
+        width = try container.decode(Int.self, forKey: .width)
+        height = try container.decode(Int.self, forKey: .height)
+        bytes = try container.decode(Int64.self, forKey: .bytes)
+        sha256 = try container.decode(String.self, forKey: .sha256)
+        format = try container.decode(String.self, forKey: .format)
+        query = try container.decodeIfPresent(String.self, forKey: .query)
+        fetchedAt = try container.decode(Date.self, forKey: .fetchedAt)
+        key = try container.decodeIfPresent(String.self, forKey: .key)
+        caption = try container.decodeIfPresent(String.self, forKey: .caption)
+        label = try container.decodeIfPresent(String.self, forKey: .label)
+        // Records written before 0.24 have no format or bytes as served, and no size unless the image was resized.
+        originalWidth = try container.decodeIfPresent(Int.self, forKey: .originalWidth) ?? width
+        originalHeight = try container.decodeIfPresent(Int.self, forKey: .originalHeight) ?? height
+        originalFormat = try container.decodeIfPresent(String.self, forKey: .originalFormat) ?? format
+        originalBytes = try container.decodeIfPresent(Int64.self, forKey: .originalBytes) ?? bytes
+    }
+
+    /// Encodes every field, unknown ones as `null` (the synthesized encoder would leave them out).
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(file, forKey: .file)
+        try container.encode(url, forKey: .url)
+        try container.encode(pageURL, forKey: .pageURL)
+        try container.encode(provider, forKey: .provider)
+        try container.encode(id, forKey: .id)
+        try container.encode(title, forKey: .title)
+        try container.encode(creator, forKey: .creator)
+        try container.encode(license, forKey: .license)
+        try container.encode(licenseURL, forKey: .licenseURL)
+        try container.encode(width, forKey: .width)
+        try container.encode(height, forKey: .height)
+        try container.encode(bytes, forKey: .bytes)
+        try container.encode(sha256, forKey: .sha256)
+        try container.encode(format, forKey: .format)
+        try container.encode(query, forKey: .query)
+        try container.encode(fetchedAt, forKey: .fetchedAt)
+        try container.encode(key, forKey: .key)
+        try container.encode(caption, forKey: .caption)
+        try container.encode(label, forKey: .label)
+        try container.encode(originalWidth, forKey: .originalWidth)
+        try container.encode(originalHeight, forKey: .originalHeight)
+        try container.encode(originalFormat, forKey: .originalFormat)
+        try container.encode(originalBytes, forKey: .originalBytes)
+    }
+
+    /// A string as JSON text (`null` for `nil`).
+    static func jsonText(_ value: String?) throws -> String {
+        guard let value else { return "null" }
+        // Most values need no escaping at all (no quote, backslash or control character): quoted as they are,
+        // which is what JSONEncoder writes for them too, at a fraction of its cost (measured: encoding every
+        // field through JSONEncoder was 7 % of `mirror urls`'s user time).
+        if value.utf8.allSatisfy({ $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
+            return "\"" + value + "\""
+        }
+        return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+
+    /// The record's values as JSON text, in ``CodingKeys`` order.
+    private func fragments() throws -> [String] {
+        let string = Self.jsonText
+        return [
+            try string(file), try string(url), try string(pageURL), try string(provider), try string(id), try string(title),
+            try string(creator), try string(license), try string(licenseURL), String(width), String(height),
+            String(bytes), try string(sha256), try string(format), try string(query),
+            "\"" + fetchedAt.formatted(Self.timestamp) + "\"",
+            try string(key), try string(caption), try string(label), String(originalWidth), String(originalHeight),
+            try string(originalFormat), String(originalBytes),
+        ]
+    }
+
+    /// ISO 8601 in UTC to the second, as JSONEncoder's `.iso8601` writes it (`2026-11-24T19:00:00Z`).
+    private static let timestamp = Date.ISO8601FormatStyle(timeZone: .gmt)
+
+    /// The record as one line of JSON, newline included.
+    ///
+    /// Keys are written in schema order (Foundation's encoder orders keys by hash or alphabetically, never by
+    /// declaration); strings that need escaping are escaped by `JSONEncoder`.
+    public func jsonLine() throws -> Data {
+        var line = "{"
+        line.reserveCapacity(640)
+        for (index, (key, value)) in zip(CodingKeys.allCases, try fragments()).enumerated() {
+            if index > 0 { line += "," }
+            line += "\"" + key.rawValue + "\":" + value
+        }
+        for column in columns {
+            line += "," + (try Self.jsonText(column.name)) + ":" + column.json
+        }
+        line += "}\n"
+        return Data(line.utf8)
+    }
+
+    /// Reads a manifest's lines; lines that are not records (a torn last line, say) are skipped.
+    public static func read(from url: URL) -> [ManifestRecord] {
+        guard let data = try? Data(contentsOf: url) else { return [] }
+        return data.split(separator: 0x0A).compactMap(decode)
+    }
+
+    /// Decodes one line, or `nil` when it is not a record (a failed row of a shard's `.jsonl`, a torn line).
+    public static func decode(_ line: some DataProtocol) -> ManifestRecord? {
+        try? decoder.decode(ManifestRecord.self, from: Data(line))
+    }
+
+    private static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .iso8601
+        return encoder
+    }()
+
+    private static let decoder: JSONDecoder = {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        return decoder
+    }()
+}
+
+/// A column carried from the table into each record (`--keep-cols`): its name and its value as JSON text.
+public struct KeptColumn: Sendable, Hashable {
+    /// The column's name.
+    public var name: String
+    /// Its value as JSON text: a CSV field is a JSON string, a JSONL value is written as it was; `null` when absent.
+    public var json: String
+
+    public init(name: String, json: String) {
+        self.name = name
+        self.json = json
+    }
+}

@@ -1,0 +1,275 @@
+import Foundation
+import MirrorCore
+import MirrorTransport
+
+/// An output folder as one run sees it: the lock, what is already saved (from `manifest.jsonl`),
+/// and the crash-safe way new images are published into it.
+///
+/// Opening a folder takes its lock, then reconciles it with its state: temporary files a killed run
+/// left are deleted; images that a kill published but kept out of the manifest (they are listed in
+/// the journal) are verified by hash and adopted; manifest lines whose file is gone are dropped. From
+/// then on the manifest and the files agree, and every later publish keeps them agreeing.
+public final class OutputFolder: Sendable {
+    /// What opening the folder had to repair.
+    public struct Reconciliation: Sendable, Hashable {
+        /// Temporary files of a killed run, deleted.
+        public var removedTemporaryFiles = 0
+        /// Published images a kill kept out of the manifest, verified and added to it.
+        public var adoptedFiles = 0
+        /// Manifest lines whose file no longer exists, dropped.
+        public var droppedRecords = 0
+    }
+
+    /// What is saved, as lookups. Keys are 128-bit fingerprints, not the strings themselves (16 bytes a key instead of
+    /// 60 to 100), all four kinds in one ``SpillingKeys`` under their own namespace: in memory for a folder of up to
+    /// about 10,000 images, in a scratch SQLite file in `.mirror/` beyond, so that memory does not grow with the folder.
+    /// A collision (2^-128 for a pair) could only make a URL or a digest look saved, or a free name look taken.
+    ///
+    /// URLs and digests are kept per label (the query of a `--queries` run; none otherwise): one image may be saved
+    /// once in each labelled subfolder.
+    private struct State {
+        var count = 0
+        /// Images saved under each label (`""` for none).
+        var counts: [String: Int] = [:]
+        /// Normalised URLs saved, with their label (``LookupKind/url``); the first file saved with each SHA-256 under each
+        /// label (``LookupKind/digest``), and under any label (``LookupKind/labelledDigest``: those without one are under
+        /// ``LookupKind/digest`` already); saved file names, lowercased (``LookupKind/name``).
+        var keys: SpillingKeys
+    }
+
+    /// The kinds of key in ``State/keys``, each in its own namespace.
+    fileprivate enum LookupKind: UInt8 {
+        case url = 1, digest, labelledDigest, name
+    }
+
+    public let directory: URL
+    public let stateDirectory: URL
+    public let manifestURL: URL
+    let journalURL: URL
+    public let reconciliation: Reconciliation
+    private let lock: FolderLock
+    private let state: Locked<State>
+
+    /// Makes `metadata.jsonl` a link to `manifest.jsonl` (unless something of that name is there already): the name
+    /// Hugging Face `imagefolder` reads a folder's metadata from, with each record's `file_name`.
+    private static func linkMetadata(in directory: URL) {
+        let link = directory.appendingPathComponent("metadata.jsonl").path
+        var status = stat()
+        if lstat(link, &status) != 0 { symlink("manifest.jsonl", link) }
+    }
+
+    /// Opens (creating it if needed) and locks an output folder, then reconciles it.
+    ///
+    /// - Throws: `FolderLock.Held` when another run holds the folder; `FileError` when it cannot be
+    ///   created or written (the path is a file, the folder is read-only, …).
+    public init(directory: URL) throws {
+        let directory = directory.standardizedFileURL
+        self.directory = directory
+        stateDirectory = directory.appendingPathComponent(".mirror", isDirectory: true)
+        manifestURL = directory.appendingPathComponent("manifest.jsonl")
+        journalURL = stateDirectory.appendingPathComponent("journal.jsonl")
+        try Self.makeDirectory(directory)
+        try Self.makeDirectory(stateDirectory)
+        if access(directory.path, W_OK) != 0 {
+            throw FileError(operation: "write to", path: directory.path, code: errno)
+        }
+        lock = try FolderLock(at: stateDirectory.appendingPathComponent("lock"))
+        state = Locked(State(keys: SpillingKeys(spillingInto: stateDirectory, name: "saved")))
+        Self.linkMetadata(in: directory)
+
+        var repairs = Reconciliation()
+        repairs.removedTemporaryFiles = AtomicFile.removeLeftovers(in: directory) + AtomicFile.removeLeftovers(in: stateDirectory)
+        var records = ManifestRecord.read(from: manifestURL)
+        let known = Set(records.map(\.file))
+        for record in ManifestRecord.read(from: journalURL) where !known.contains(record.file) {
+            let file = directory.appendingPathComponent(record.file)
+            if let digest = try? sha256Hex(fileAt: file), digest == record.sha256 {
+                records.append(record)
+                repairs.adoptedFiles += 1
+            }
+        }
+        let present = records.filter { FileManager.default.fileExists(atPath: directory.appendingPathComponent($0.file).path) }
+        repairs.droppedRecords = records.count - present.count
+        if repairs.adoptedFiles > 0 || repairs.droppedRecords > 0 || ManifestRecord.hasTornLine(manifestURL) {
+            try Self.rewrite(manifestURL, with: present, in: stateDirectory)
+        }
+        try? FileManager.default.removeItem(at: journalURL)
+        reconciliation = repairs
+        state.withLock { state in
+            for record in present { Self.remember(record, in: &state) }
+        }
+    }
+
+    // MARK: What is saved
+
+    /// Images the manifest lists.
+    public var savedCount: Int { state.withLock { $0.count } }
+
+    /// Images saved under `label` (`nil`: those with none).
+    public func savedCount(label: String?) -> Int {
+        state.withLock { $0.counts[label ?? "", default: 0] }
+    }
+
+    /// All records, in manifest order, read from the manifest. (Only what lookups need is kept in memory,
+    /// so that a folder of 100,000 images does not hold 100,000 records.)
+    public var records: [ManifestRecord] { ManifestRecord.read(from: manifestURL) }
+
+    /// Releases the folder's lock at once (the run is over; a later run in this process may open it again).
+    public func releaseLock() {
+        lock.release()
+    }
+
+    /// Whether an image from this URL (normalised with `CacheKey`) is already saved.
+    public func contains(url: URL) -> Bool {
+        contains(normalizedURL: CacheKey(url: url).normalizedURL)
+    }
+
+    /// Whether an image from the URL whose `CacheKey(url:).normalizedURL` this is is already saved (under `label`).
+    public func contains(normalizedURL key: String, label: String? = nil) -> Bool {
+        let fingerprint = Self.scoped(key, label: label)
+        return state.withLock { $0.keys.contains(fingerprint.key(for: .url)) }
+    }
+
+    /// The file already holding these bytes (under `label`, or under any label when `anyLabel`), if any.
+    public func file(withSHA256 digest: String, label: String? = nil, anyLabel: Bool = false) -> String? {
+        if anyLabel {
+            let fingerprint = Fingerprint(digest)
+            return state.withLock {
+                $0.keys.value(for: fingerprint.key(for: .digest))
+                    ?? $0.keys.value(for: fingerprint.key(for: .labelledDigest))
+            }
+        }
+        let fingerprint = Self.scoped(digest, label: label)
+        return state.withLock { $0.keys.value(for: fingerprint.key(for: .digest)) }
+    }
+
+    /// A lookup key of `text` under `label`: the text alone when there is none, so unlabelled folders read as before.
+    private static func scoped(_ text: String, label: String?) -> Fingerprint {
+        guard let label, !label.isEmpty else { return Fingerprint(text) }
+        return Fingerprint(label + "\u{0}" + text)
+    }
+
+    /// Makes the subfolder labelled images go to.
+    public func makeSubfolder(_ name: String) throws(FileError) {
+        try Self.makeDirectory(directory.appendingPathComponent(name, isDirectory: true))
+    }
+
+    /// Whether a file name is taken (by a saved image or anything else in the folder). Saved names are
+    /// compared case-insensitively, so that the folder still works copied to a case-insensitive disk.
+    func isTaken(_ name: String) -> Bool {
+        let fingerprint = Fingerprint(name.lowercased())
+        if state.withLock({ $0.keys.contains(fingerprint.key(for: .name)) }) { return true }
+        var info = stat()
+        return lstat(directory.path + "/" + name, &info) == 0
+    }
+
+    // MARK: Publishing (used by ImageCommitter, one batch at a time)
+
+    /// Writes the journal of a batch about to be published: the records, with their final names.
+    func writeJournal(_ records: [ManifestRecord], sync: Bool) throws(FileError) {
+        var data = Data()
+        for record in records {
+            guard let line = try? record.jsonLine() else { continue }
+            data.append(line)
+        }
+        try Self.write(data, to: journalURL, flags: O_WRONLY | O_CREAT | O_TRUNC, sync: sync)
+    }
+
+    /// Appends a published batch to the manifest, then clears the journal.
+    func appendToManifest(_ records: [ManifestRecord], sync: Bool) throws(FileError) {
+        var data = Data()
+        for record in records {
+            guard let line = try? record.jsonLine() else { continue }
+            data.append(line)
+        }
+        try Self.append(data, to: manifestURL, sync: sync)
+        state.withLock { state in
+            for record in records { Self.remember(record, in: &state) }
+        }
+        truncate(journalURL.path, 0)
+    }
+
+    // MARK: Helpers
+
+    private static func remember(_ record: ManifestRecord, in state: inout State) {
+        state.count += 1
+        state.counts[record.label ?? "", default: 0] += 1
+        if let url = URL(string: record.url) {
+            state.keys.insert(scoped(CacheKey(url: url).normalizedURL, label: record.label).key(for: .url))
+        }
+        // The first file with these bytes is the one named: insert keeps an existing key's value.
+        state.keys.insert(scoped(record.sha256, label: record.label).key(for: .digest), value: record.file)
+        if let label = record.label, !label.isEmpty {
+            state.keys.insert(Fingerprint(record.sha256).key(for: .labelledDigest), value: record.file)
+        }
+        state.keys.insert(Fingerprint(record.file.lowercased()).key(for: .name))
+    }
+
+    private static func makeDirectory(_ url: URL) throws(FileError) {
+        var info = stat()
+        if lstat(url.path, &info) == 0 {
+            if (info.st_mode & S_IFMT) == S_IFDIR { return }
+            throw FileError(operation: "use as a folder", path: url.path, code: ENOTDIR)
+        }
+        do {
+            try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        } catch {
+            let code = (error as NSError).code == NSFileWriteNoPermissionError ? EACCES : Int32(EIO)
+            throw FileError(operation: "create", path: url.path, code: access(url.deletingLastPathComponent().path, W_OK) != 0 ? EACCES : code)
+        }
+    }
+
+    /// Appends to a file (never through a symlink); if the write fails part-way (a full disk), the file
+    /// is cut back to its old length through the same descriptor, so no partial line remains.
+    private static func append(_ data: Data, to url: URL, sync: Bool) throws(FileError) {
+        let descriptor = open(url.path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0o644)
+        guard descriptor >= 0 else { throw FileError(operation: "open", path: url.path, code: errno) }
+        defer { close(descriptor) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { throw FileError(operation: "read the size of", path: url.path, code: errno) }
+        do throws(FileError) {
+            try AtomicFile.writeAll(data, to: descriptor, path: url.path)
+            if sync, fsync(descriptor) != 0 { throw FileError(operation: "sync", path: url.path, code: errno) }
+        } catch {
+            _ = ftruncate(descriptor, info.st_size)
+            throw error
+        }
+    }
+
+    private static func write(_ data: Data, to url: URL, flags: Int32, sync: Bool) throws(FileError) {
+        let descriptor = open(url.path, flags | O_CLOEXEC | O_NOFOLLOW, 0o644)
+        guard descriptor >= 0 else { throw FileError(operation: "open", path: url.path, code: errno) }
+        defer { close(descriptor) }
+        try AtomicFile.writeAll(data, to: descriptor, path: url.path)
+        if sync, fsync(descriptor) != 0 { throw FileError(operation: "sync", path: url.path, code: errno) }
+    }
+
+    private static func rewrite(_ url: URL, with records: [ManifestRecord], in scratch: URL) throws(FileError) {
+        var data = Data()
+        for record in records {
+            guard let line = try? record.jsonLine() else { continue }
+            data.append(line)
+        }
+        let temporary = try AtomicFile.makeTemporary(in: scratch)
+        close(temporary.descriptor)
+        try write(data, to: temporary.url, flags: O_WRONLY | O_TRUNC, sync: true)
+        if rename(temporary.url.path, url.path) != 0 {
+            let code = errno
+            AtomicFile.remove(temporary.url)
+            throw FileError(operation: "replace", path: url.path, code: code)
+        }
+    }
+}
+
+extension ManifestRecord {
+    /// Whether a manifest ends in a partial line (a kill mid-append on a file system that allows it).
+    static func hasTornLine(_ url: URL) -> Bool {
+        guard let data = try? Data(contentsOf: url), let last = data.last else { return false }
+        return last != 0x0A
+    }
+}
+
+extension Fingerprint {
+    /// This fingerprint as a key of one kind of the folder's lookups (they share one ``SpillingKeys``).
+    fileprivate func key(for kind: OutputFolder.LookupKind) -> Fingerprint { namespaced(kind.rawValue) }
+}

@@ -1,0 +1,232 @@
+import Foundation
+import MirrorCore
+import MirrorTransport
+
+/// WebDataset output: tar shards of a fixed number of table rows, each with its records and stats beside it.
+///
+/// Row `p` of the table belongs to shard `p / shardSize`. A shard is written once every one of its rows has
+/// settled — saved, failed, a bad row, a duplicate, refused — in row order: `NNNNN.tar` holds `KEY.<ext>`,
+/// `KEY.json` (the record) and `KEY.txt` (the caption, when there is one) for each saved row; `NNNNN.jsonl` one line
+/// per row, failures included with their `status` and `error`; `NNNNN_stats.json` the counts. Each file appears whole
+/// (temporary name, fsync, link); the stats file comes last and is what marks the shard complete: a rerun skips a
+/// complete shard's rows without reading its files, and removes what a killed run left of an incomplete one. At the
+/// end of a run that wrote a shard, `sizes.json` (`{"00000.tar": samples, …}`, what open_clip and other trainers read
+/// to size a dataset) is written anew, whole, from every complete shard's stats, other copies' included.
+///
+/// Until its shard is written a saved image waits in its temporary file in the output folder, so a run holds at most
+/// the open shards' images on disk (rows are taken in order, so one or two shards are open at a time).
+public final class ShardSink: ImageSink {
+    /// Settings of the output.
+    public struct Configuration: Sendable {
+        /// The folder the shards are written into.
+        public var directory: URL
+        /// Table rows per shard. Default 10,000.
+        public var shardSize = 10_000
+        /// Whether shard files are fsynced before they are linked into place. Default true.
+        public var isSyncEnabled = true
+        /// This copy's share of a job run as N copies, or `nil` for the whole table. Each copy keeps its own state
+        /// (`.mirror/shard-I-of-N/`) and writes only its own shard numbers, so N copies share one folder or prefix.
+        public var shard: WorkShard?
+        /// Object storage the shards go to once written, or `nil` to keep them in ``directory``. With a store,
+        /// ``directory`` is the local state folder where each shard is assembled before it is uploaded.
+        public var store: S3ShardStore?
+
+        public init(directory: URL, shardSize: Int = 10_000) {
+            self.directory = directory
+            self.shardSize = shardSize
+        }
+    }
+
+    /// The folder holds shards of another size than asked for.
+    public struct ShardSizeMismatch: Error, Sendable, CustomStringConvertible {
+        public var existing: Int
+        public var requested: Int
+        public var directory: String
+        public var description: String {
+            "\(directory) holds shards of \(existing) rows; run again with --shard-size \(existing), or write to a new --out folder"
+        }
+    }
+
+    /// The settings in force.
+    public let configuration: Configuration
+    package let lock: FolderLock
+    package let state: Locked<State>
+    /// This copy's state: the lock, the shard size, the digests, and the images and files being assembled.
+    package let hidden: URL
+    /// Shards are written one at a time, in the background, in the order they complete.
+    let writer = ShardWriterQueue()
+    /// The bytes of every image saved by this run (as downloaded, before any resize), by SHA-256, with the key that
+    /// holds them: on disk, so that a run of millions of images keeps flat memory.
+    let digests: DiskKeySet
+
+    package struct State {
+        /// Shards whose stats file exists (written by this run or an earlier one).
+        package var complete: Set<Int>
+        var open: [Int: OpenShard] = [:]
+        package var published = 0
+        var highestPosition = -1
+        package var written = 0
+        /// The samples of each shard this run wrote, by shard number (for `sizes.json`).
+        package var sizes: [Int: Int] = [:]
+        package var failure: (any Error & Sendable)?
+    }
+
+    /// The rows of one shard settled so far.
+    struct OpenShard {
+        package var rows: [Int: Row] = [:]
+        package let started = ContinuousClock.now
+        let startedAt = Date()
+    }
+
+    package enum Row {
+        case saved(VerifiedImage, ManifestRecord)
+        case settled(url: URL, provenance: ImageProvenance, outcome: SettledOutcome)
+    }
+
+    /// Opens (creating) the folder, locks it, and finds which shards are complete.
+    /// - Throws: `FolderLock.Held`, ``FileError``, or ``ShardSizeMismatch`` when the folder holds shards of another size.
+    public init(configuration: Configuration) throws {
+        self.configuration = configuration
+        let directory = configuration.directory
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        } catch {
+            throw FileError(operation: "create", path: directory.path, code: (error as NSError).code == NSFileWriteFileExistsError ? ENOTDIR : EACCES)
+        }
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory.path, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw FileError(operation: "use as a folder", path: directory.path, code: ENOTDIR)
+        }
+        var hidden = directory.appendingPathComponent(".mirror", isDirectory: true)
+        if let shard = configuration.shard { hidden.appendPathComponent(shard.directoryName, isDirectory: true) }
+        self.hidden = hidden
+        try? FileManager.default.createDirectory(at: hidden, withIntermediateDirectories: true)
+        lock = try FolderLock(at: hidden.appendingPathComponent("lock"))
+        try Self.checkShardSize(configuration, settings: hidden.appendingPathComponent("webdataset.json"))
+        if configuration.shard == nil { AtomicFile.removeLeftovers(in: directory) }  // never another copy's files
+        AtomicFile.removeLeftovers(in: hidden)
+        let complete: Set<Int>
+        if let store = configuration.store {
+            Self.removeShardFiles(in: hidden) { _ in true }  // what a killed run assembled and did not upload
+            complete = store.completeShards
+        } else {
+            complete = Self.completeShards(in: directory, owned: configuration.owns)
+        }
+        state = Locked(State(complete: Set(complete.compactMap(configuration.index(ofShard:)))))
+        digests = try DiskKeySet(directory: hidden, name: "digests")
+    }
+
+    /// Images wait here until their shard is written: this copy's own folder (same file system as the shards).
+    public var stagingDirectory: URL { hidden }
+
+    /// Shards complete in the folder, written by this run or earlier ones.
+    public var completeShardCount: Int { state.withLock { $0.complete.count } }
+
+    /// Shards this run wrote.
+    public var writtenShardCount: Int { state.withLock { $0.written } }
+
+    public func contains(normalizedURL: String, provenance: ImageProvenance) -> Bool {
+        guard let position = Self.position(of: provenance) else { return false }
+        return state.withLock { $0.complete.contains(position / configuration.shardSize) }
+    }
+
+    /// Where a row counts towards its shard: its place among this copy's rows when split by host, else its position.
+    package static func position(of provenance: ImageProvenance) -> Int? {
+        provenance.slot ?? provenance.key.flatMap(Int.init)
+    }
+
+    public func publish(_ image: VerifiedImage, stem: String, provenance: ImageProvenance, completion: @escaping @Sendable (PublishOutcome) -> Void) {
+        let key = provenance.key ?? stem
+        let position = Self.position(of: provenance) ?? 0
+        let record = ManifestRecord(file: key + "." + image.info.format.fileExtension, image: image, provenance: provenance)
+        let outcome: PublishOutcome
+        if let failure = state.withLock({ $0.failure }) {
+            outcome = .failed(failure as? FileError ?? FileError(operation: "upload", path: configuration.directory.path, code: EIO))
+        } else if !digests.insert(image.downloadDigest, value: key) {
+            outcome = .duplicate(of: digests.value(for: image.downloadDigest) ?? "an earlier sample")
+        } else {
+            state.withLock { $0.published += 1 }
+            outcome = .saved(record)
+        }
+        if case .saved = outcome {
+            add(.saved(image, record), at: position)
+        } else {
+            AtomicFile.remove(image.temporaryFile)
+        }
+        completion(outcome)
+    }
+
+    public func settle(url: URL, provenance: ImageProvenance, as outcome: SettledOutcome) {
+        guard let position = Self.position(of: provenance) else { return }
+        add(.settled(url: url, provenance: provenance, outcome: outcome), at: position)
+    }
+
+    public var publishedCount: Int { state.withLock { $0.published } }
+
+    public func drain() async {
+        await writer.drain()
+    }
+
+    /// Writes the last shard when the table was read to its end and every row of it settled; otherwise drops the open
+    /// shards' waiting images (a rerun redoes those rows, from the disk cache where it has them).
+    public func finish(sourceExhausted: Bool) async {
+        var (open, highest) = state.withLock { state in
+            defer { state.open = [:] }
+            return (state.open, state.highestPosition)
+        }
+        // The table's last shard is complete when every row from its first to the table's last has settled.
+        if sourceExhausted, highest >= 0 {
+            let index = highest / configuration.shardSize
+            if let shard = open[index], shard.rows.count == highest - index * configuration.shardSize + 1 {
+                open[index] = nil
+                enqueue(index: index, shard: shard)
+            }
+        }
+        for shard in open.values {
+            for case let .saved(image, _) in shard.rows.values { AtomicFile.remove(image.temporaryFile) }
+        }
+        writer.submit { [self] in
+            let (written, known, failed) = state.withLock { ($0.written, $0.sizes, $0.failure != nil) }
+            guard !failed, written > 0 || !hasSizesFile else { return }
+            do {
+                try writeSizes(known: known)
+            } catch {
+                state.withLock { $0.failure = $0.failure ?? error }
+            }
+        }
+        await writer.drain()
+    }
+
+    /// The first error that stopped a shard from being written or uploaded (``FileError``, ``ObjectStoreError``), or `nil`.
+    public var writeFailure: (any Error & Sendable)? { state.withLock { $0.failure } }
+
+    // MARK: Rows into shards
+
+    package func add(_ row: Row, at position: Int) {
+        let index = position / configuration.shardSize
+        let full = state.withLock { state -> OpenShard? in
+            state.highestPosition = max(state.highestPosition, position)
+            guard !state.complete.contains(index) else { return nil }  // a bad row of a shard an earlier run wrote
+            state.open[index, default: OpenShard()].rows[position] = row
+            guard state.open[index]!.rows.count == configuration.shardSize else { return nil }
+            return state.open.removeValue(forKey: index)
+        }
+        if let full { enqueue(index: index, shard: full) }
+    }
+
+    func enqueue(index: Int, shard: OpenShard) {
+        writer.submit { [self] in
+            do {
+                let saved = try write(index: index, shard: shard)
+                state.withLock {
+                    $0.complete.insert(index)
+                    $0.written += 1
+                    $0.sizes[configuration.number(ofShard: index)] = saved
+                }
+            } catch {
+                for case let .saved(image, _) in shard.rows.values { AtomicFile.remove(image.temporaryFile) }
+                state.withLock { $0.failure = $0.failure ?? error }
+            }
+        }
+    }
+}
