@@ -30,6 +30,8 @@ import threading
 import time
 import zlib
 
+from mirrorscripts import free_port, wait_for_port  # the scripts' shared helpers
+
 CORPUS_VERSION = 1
 TAG = b"MIRROR-BENCH-VARIANT:000000000000"  # replaced by a unique number in every variant, same length
 EDGE = 4096  # content digest = size + first and last EDGE bytes; every variant's tag lies inside one of them
@@ -242,23 +244,6 @@ def count_valid(directory, expected):
 
 # ---------------------------------------------------------------- servers
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for_port(port, timeout=15):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"nothing listens on port {port}")
-
-
 ECHO_MODULE = "/usr/lib/nginx/modules/ngx_http_echo_module.so"
 
 
@@ -404,6 +389,7 @@ def make_tmpfs_base(needed):
     free = stats.f_bavail * stats.f_frsize
     if free < needed:
         return None, f"{SHM} has {free / 1e6:,.0f} MB free and one run writes up to about {needed / 1e6:,.0f} MB"
+    remove_stale_tmpfs_bases()
     base = os.path.join(SHM, f"mirror-bench-{os.getpid()}")
     shutil.rmtree(base, ignore_errors=True)
     os.makedirs(os.path.join(base, "out"))
@@ -435,6 +421,15 @@ def output_roots(filesystems, scratch, needed):
                      "path": os.path.join(SHM, "mirror-bench-<pid>", "out", "<tool>")}
         log(f"bench: tmpfs output under {roots[fs]}")
     return roots, where, base
+
+
+def remove_stale_tmpfs_bases():
+    """Removes /dev/shm/mirror-bench-PID folders whose benchmark process is gone (it was killed with SIGKILL)."""
+    for entry in os.scandir(SHM):
+        pid = entry.name[len("mirror-bench-"):]
+        if entry.name.startswith("mirror-bench-") and pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+            shutil.rmtree(entry.path, ignore_errors=True)
+            log(f"bench: removed {entry.path}, left by an earlier run")
 
 
 def remove_tmpfs_base(base):
@@ -816,29 +811,35 @@ def write_chart(path, table, tools, latencies, concurrencies, scaling, fs):
     cells = [(l, c) for l in latencies for c in concurrencies]
     width = 0.8 / len(tools)
     ax = axes[0]
+    plotted = []
     for i, tool in enumerate(tools):
         values = []
         for latency, concurrency in cells:
             key = (fs, latency, 1 if tool == "wget" else concurrency, tool)
             values.append(table.get(key, {}).get("images_per_s", float("nan")))
+        plotted += values
         ax.bar([x + (i - (len(tools) - 1) / 2) * width for x in range(len(cells))], values, width,
                label=tool, color=colours.get(tool))
     ax.set_xticks(range(len(cells)))
     ax.set_xticklabels([f"{l} ms\n{c} at once" for l, c in cells], fontsize=8)
-    ax.set_yscale("log")
+    if any(v > 0 for v in plotted):  # a log axis over no data (every run failed) raises
+        ax.set_yscale("log")
     ax.set_ylabel("images/s (median; log scale)")
     ax.set_title(f"Throughput, output on {fs} (wget is serial)")
     ax.legend(fontsize=8)
     ax = axes[1]
     zero = [c for c in concurrencies]
+    plotted = []
     for i, tool in enumerate(tools):
         values = [table.get((fs, 0, 1 if tool == "wget" else c, tool), {}).get("cpu_per_1k", float("nan"))
                   for c in zero]
+        plotted += values
         ax.bar([x + (i - (len(tools) - 1) / 2) * width for x in range(len(zero))], values, width,
                label=tool, color=colours.get(tool))
     ax.set_xticks(range(len(zero)))
     ax.set_xticklabels([f"0 ms, {c} at once" for c in zero], fontsize=8)
-    ax.set_yscale("log")
+    if any(v > 0 for v in plotted):  # a log axis over no data (no 0 ms run) raises
+        ax.set_yscale("log")
     ax.set_ylabel("CPU s (user+sys) per 1,000 images (log)")
     ax.set_title(f"Client CPU cost at zero latency, output on {fs}")
     if scaling:
@@ -862,10 +863,114 @@ def write_chart(path, table, tools, latencies, concurrencies, scaling, fs):
     plt.close(figure)
 
 
+def measured_filesystems(where):
+    """The file systems the runs wrote to, tmpfs first."""
+    return [fs for fs in FILESYSTEMS if fs in where and not where[fs].get("skipped")]
+
+
+def fs_heading(fs, where, root):
+    """'Output on tmpfs (`/dev/shm/…`): the tools' own work' or 'Output on disk (ext4 on /dev/vda, `…`): what users get'."""
+    w = where[fs]
+    path = w["path"] if fs == "tmpfs" else os.path.relpath(w["path"], root)
+    kind = "in memory" if fs == "tmpfs" else f"{w['type']} on {w['device']}"
+    return f"Output on {fs} ({kind}, `{path}`): {FS_ROLE[fs]}"
+
+
+def results_table(add, table, fs, tools, latencies, concurrencies):
+    """The main results table of the runs with their output on `fs`."""
+    add("| latency | at once | tool | images | images/s | MB/s | CPU ms / image | ctx switches / image | peak RSS MB | runs ok |")
+    add("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+    for latency in latencies:
+        for concurrency in concurrencies:
+            for tool in tools:
+                c = 1 if tool == "wget" else concurrency
+                if tool == "wget" and concurrency != concurrencies[0]:
+                    continue
+                cell = table.get((fs, latency, c, tool))
+                if not cell:
+                    continue
+                name = f"**{tool}**" if tool == "mirror" else tool
+                spread = (f" ({fmt(cell['images_per_s_min'])}–{fmt(cell['images_per_s_max'])})"
+                          if cell["ok"] > 1 else "")
+                failed = f" ✗ {'; '.join(cell['failed'])}" if cell["failed"] else ""
+                add(f"| {latency} ms | {c} | {name} | {cell['images']:,} | {fmt(cell['images_per_s'])}{spread} | "
+                    f"{fmt(cell['mb_per_s'], 1)} | {fmt(cell['cpu_per_1k'], 2)} | {fmt(cell['cs_per_image'], 1)} | "
+                    f"{fmt(cell['rss'] / 1e6, 1)} | {cell['ok']}/{cell['runs']}{failed} |")
+
+
+def peer_table(add, table, fs, tools, latencies, concurrencies):
+    """mirror's throughput and CPU ratios to every other tool, the output of both on `fs`."""
+    peers = [t for t in tools if t != "mirror"]
+    add("| latency | at once | " + " | ".join(f"vs {p}: speed / CPU" for p in peers) + " |")
+    add("|---:|---:|" + "---:|" * len(peers))
+    for latency in latencies:
+        for concurrency in concurrencies:
+            m = table.get((fs, latency, concurrency, "mirror"))
+            if not m:
+                continue
+            row = [f"{latency} ms", str(concurrency)]
+            for peer in peers:
+                p = table.get((fs, latency, 1 if peer == "wget" else concurrency, peer))
+                if peer == "wget" and concurrency != concurrencies[0]:
+                    row.append("")
+                    continue
+                if not p or not m["ok"] or not p["ok"]:
+                    row.append("—")
+                    continue
+                row.append(f"{m['images_per_s'] / p['images_per_s']:.2f}× / {m['cpu_per_1k'] / p['cpu_per_1k']:.2f}×")
+            add("| " + " | ".join(row) + " |")
+
+
+def paired_rows(add, records, fs, reps, latencies, concurrencies):
+    """The rows of the mirror/curl table paired by repetition, both runs with their output on `fs`."""
+    for latency in latencies:
+        for concurrency in concurrencies:
+            pairs = []
+            for rep in range(reps):
+                m = next((r for r in records if r["tool"] == "mirror" and r.get("fs", "disk") == fs
+                          and r["latency_ms"] == latency and r["concurrency"] == concurrency and r["rep"] == rep
+                          and r["ok"]), None)
+                c = next((r for r in records if r["tool"] == "curl" and r.get("fs", "disk") == fs
+                          and r["latency_ms"] == latency and r["concurrency"] == concurrency and r["rep"] == rep
+                          and r["ok"]), None)
+                if m and c:
+                    pairs.append((m, c))
+            if not pairs:
+                continue
+            speed = [m["images_per_s"] / c["images_per_s"] for m, c in pairs]
+            cpu = [m["cpu_per_1k"] / c["cpu_per_1k"] for m, c in pairs]
+            limit = concurrency / (latency / 1000) if latency else None
+            mirror_ips = median([m["images_per_s"] for m, _ in pairs])
+            add(f"| {fs} | {latency} ms | {concurrency} | {fmt(mirror_ips)} | {fmt(median([c['images_per_s'] for _, c in pairs]))} | "
+                f"{median(speed):.2f}× ({min(speed):.2f}–{max(speed):.2f}) | "
+                f"{median([m['cpu_per_1k'] for m, _ in pairs]):.3f} | {median([c['cpu_per_1k'] for _, c in pairs]):.3f} | "
+                f"{median(cpu):.2f}× ({min(cpu):.2f}–{max(cpu):.2f}) | "
+                f"{(f'{mirror_ips / limit:.0%}' if limit else '—')} | {median([m['rss'] for m, _ in pairs]) / 1e6:.1f} |")
+
+
+def method_filesystems(where, root):
+    """The Method bullet on where the tools' output went."""
+    parts = []
+    if "tmpfs" in where:
+        if where["tmpfs"].get("skipped"):
+            parts.append(f"**tmpfs** was not measured in this run ({where['tmpfs']['skipped']})")
+        else:
+            parts.append(f"**tmpfs** (`{where['tmpfs']['path']}`: memory, no device under the writes and an fsync "
+                         "that returns at once, so what is measured is the tools' own work)")
+    if "disk" in where:
+        d = where["disk"]
+        parts.append(f"the machine's **disk** (`{os.path.relpath(d['path'], root)}`, {d['type']} on {d['device']} "
+                     f"mounted at `{d['mount']}`: what users get, write-back and fsync included)")
+    return ("- Where the output went: " + " and ".join(parts) + ". Only the output moves: URL lists, logs and the "
+            "XDG cache stay in the build folder on disk. `sync` runs before every run, outside the measured time, so "
+            "no run pays for the write-back of the one before it. The scaling and search runs write to disk only.")
+
+
 def write_report(path, chart_name, args, info, table, records, scaling, search, tools, latencies, concurrencies,
-                 corpus_stats, started, finished, command):
+                 corpus_stats, started, finished, command, where, chart_fs):
     lines = []
     add = lines.append
+    filesystems = measured_filesystems(where)
     title = "# Benchmarks"
     add(title)
     add("")
@@ -893,17 +998,21 @@ def write_report(path, chart_name, args, info, table, records, scaling, search, 
     add("- Server: nginx (1 worker, sendfile, keep-alive) on 127.0.0.1 for every cell; injected latency is the echo "
         "module's non-blocking `echo_sleep` before each response, then the file by sendfile (so the server is never "
         "the bottleneck: the project's SwiftNIO bench server topped out near 1,000 images/s).")
-    add(f"- Every tool gets the same URL list per cell, into an empty folder on the same disk; tools are interleaved and "
-        f"their order rotates every repetition; {args.reps} repetition(s); tables show the **median** "
-        "(images/s range in brackets).")
+    add(f"- Every tool gets the same URL list per cell, into an empty folder, once on each file system "
+        f"({' and '.join(filesystems)}). Within each repetition and concurrency every tool runs on every file system, "
+        f"its runs back to back; the tool order and the file system order both rotate every repetition, so no tool and "
+        f"no file system is always first; {args.reps} repetition(s); tables show the **median** (images/s range in "
+        "brackets).")
+    add(method_filesystems(where, args.root))
     add("- A run counts only if the tool exited 0 **and** every image of the list is in its folder, byte for byte "
         "(size and content digest): a fast failure cannot pass as a fast success.")
-    add("- CPU = user + sys of the tool's whole process tree (wait4). Peak RSS = the larger of the kernel's max RSS "
+    add("- CPU = user + sys of the tool's whole process tree (wait4). Context switches = voluntary + involuntary "
+        "(ru_nvcsw + ru_nivcsw) of the same tree, per image. Peak RSS = the larger of the kernel's max RSS "
         "of the largest process and the tree's summed RSS sampled every 20 ms (img2dataset runs a worker process; "
         "the sum counts shared pages twice).")
-    add(f"- `wget` is serial (one at a time): it runs once per repetition, shown under concurrency 1; with injected "
-        f"latency it gets the first {args.wget_images_latency} URLs of the list (serial time is latency-bound: "
-        "images/s is what matters).")
+    add(f"- `wget` is serial (one at a time): it runs once per repetition and file system, shown under concurrency 1; "
+        f"with injected latency it gets the first {args.wget_images_latency} URLs of the list (serial time is "
+        "latency-bound: images/s is what matters).")
     add("- Settings: `mirror urls --concurrency N --per-host N --no-cache --json --quiet`; "
         "`curl --parallel --parallel-immediate --parallel-max N --fail --remote-name-all --output-dir` with a `--config` "
         "of `url =` lines; `aria2c -i -j N -x 1 --file-allocation=none --auto-save-interval=0`; `wget -i -nd -P`; "
@@ -915,96 +1024,62 @@ def write_report(path, chart_name, args, info, table, records, scaling, search, 
     add("")
     add(f"![chart]({chart_name})")
     add("")
+    if chart_fs:
+        add(f"The chart's throughput and CPU panels are the runs with the output on {chart_fs}"
+            + ("; the scaling panel is on disk." if scaling else "."))
+        add("")
     add("## Results: tool × concurrency × latency")
     add("")
-    add("| latency | at once | tool | images | images/s | MB/s | CPU ms / image | peak RSS MB | runs ok |")
-    add("|---:|---:|---|---:|---:|---:|---:|---:|---:|")
-    for latency in latencies:
-        for concurrency in concurrencies:
-            for tool in tools:
-                c = 1 if tool == "wget" else concurrency
-                if tool == "wget" and concurrency != concurrencies[0]:
-                    continue
-                cell = table.get((latency, c, tool))
-                if not cell:
-                    continue
-                name = f"**{tool}**" if tool == "mirror" else tool
-                spread = (f" ({fmt(cell['images_per_s_min'])}–{fmt(cell['images_per_s_max'])})"
-                          if cell["ok"] > 1 else "")
-                failed = f" ✗ {'; '.join(cell['failed'])}" if cell["failed"] else ""
-                add(f"| {latency} ms | {c} | {name} | {cell['images']:,} | {fmt(cell['images_per_s'])}{spread} | "
-                    f"{fmt(cell['mb_per_s'], 1)} | {fmt(cell['cpu_per_1k'], 2)} | {fmt(cell['rss'] / 1e6, 1)} | "
-                    f"{cell['ok']}/{cell['runs']}{failed} |")
+    add("Once per file system the output went to" + (", tmpfs first." if len(filesystems) > 1 else "."))
+    for fs in filesystems:
+        add("")
+        add(f"### {fs_heading(fs, where, args.root)}")
+        add("")
+        results_table(add, table, fs, tools, latencies, concurrencies)
     add("")
     add("## mirror relative to each peer")
     add("")
     add("Throughput ratio = mirror images/s ÷ peer images/s (above 1: mirror is faster). CPU ratio = mirror CPU per "
         "image ÷ peer CPU per image (below 1: mirror is cheaper). wget is compared with mirror at the same latency "
-        "and the lowest concurrency.")
-    add("")
-    peers = [t for t in tools if t != "mirror"]
-    add("| latency | at once | " + " | ".join(f"vs {p}: speed / CPU" for p in peers) + " |")
-    add("|---:|---:|" + "---:|" * len(peers))
-    for latency in latencies:
-        for concurrency in concurrencies:
-            m = table.get((latency, concurrency, "mirror"))
-            if not m:
-                continue
-            row = [f"{latency} ms", str(concurrency)]
-            for peer in peers:
-                p = table.get((latency, 1 if peer == "wget" else concurrency, peer))
-                if peer == "wget" and concurrency != concurrencies[0]:
-                    row.append("")
-                    continue
-                if not p or not m["ok"] or not p["ok"]:
-                    row.append("—")
-                    continue
-                row.append(f"{m['images_per_s'] / p['images_per_s']:.2f}× / {m['cpu_per_1k'] / p['cpu_per_1k']:.2f}×")
-            add("| " + " | ".join(row) + " |")
+        "and the lowest concurrency. Both tools' output on the same file system.")
+    for fs in filesystems:
+        add("")
+        add(f"### {fs_heading(fs, where, args.root)}")
+        add("")
+        peer_table(add, table, fs, tools, latencies, concurrencies)
     add("")
     add("## mirror against curl, paired by repetition (issue 14)")
     add("")
-    add("Each repetition of a cell pairs mirror's run with curl's run of the same repetition; the table gives the median "
-        "of those paired ratios and their range. With injected latency, the latency limit is what `at once` "
-        "connections can do at best: at once ÷ latency.")
+    add("Each repetition of a cell pairs mirror's run with curl's run of the same repetition on the same file system; "
+        "the table gives the median of those paired ratios and their range. With injected latency, the latency limit "
+        "is what `at once` connections can do at best: at once ÷ latency.")
     add("")
-    add("| latency | at once | mirror img/s | curl img/s | img/s ratio | mirror CPU ms/img | curl CPU ms/img | CPU ratio | mirror % of latency limit | mirror peak RSS MB |")
-    add("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for latency in latencies:
-        for concurrency in concurrencies:
-            pairs = []
-            for rep in range(args.reps):
-                m = next((r for r in records if r["tool"] == "mirror" and r["latency_ms"] == latency
-                          and r["concurrency"] == concurrency and r["rep"] == rep and r["ok"]), None)
-                c = next((r for r in records if r["tool"] == "curl" and r["latency_ms"] == latency
-                          and r["concurrency"] == concurrency and r["rep"] == rep and r["ok"]), None)
-                if m and c:
-                    pairs.append((m, c))
-            if not pairs:
-                continue
-            speed = [m["images_per_s"] / c["images_per_s"] for m, c in pairs]
-            cpu = [m["cpu_per_1k"] / c["cpu_per_1k"] for m, c in pairs]
-            limit = concurrency / (latency / 1000) if latency else None
-            mirror_ips = median([m["images_per_s"] for m, _ in pairs])
-            add(f"| {latency} ms | {concurrency} | {fmt(mirror_ips)} | {fmt(median([c['images_per_s'] for _, c in pairs]))} | "
-                f"{median(speed):.2f}× ({min(speed):.2f}–{max(speed):.2f}) | "
-                f"{median([m['cpu_per_1k'] for m, _ in pairs]):.3f} | {median([c['cpu_per_1k'] for _, c in pairs]):.3f} | "
-                f"{median(cpu):.2f}× ({min(cpu):.2f}–{max(cpu):.2f}) | "
-                f"{(f'{mirror_ips / limit:.0%}' if limit else '—')} | {median([m['rss'] for m, _ in pairs]) / 1e6:.1f} |")
+    add("| output on | latency | at once | mirror img/s | curl img/s | img/s ratio | mirror CPU ms/img | curl CPU ms/img | CPU ratio | mirror % of latency limit | mirror peak RSS MB |")
+    add("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for fs in filesystems:
+        paired_rows(add, records, fs, args.reps, latencies, concurrencies)
     add("")
     add("## Targets (issue 6)")
     add("")
-    for line in targets(table, concurrencies, corpus_stats):
-        add(f"- {line}")
+    if filesystems:
+        add(f"Evaluated with the output on {filesystems[0]} ({FS_ROLE[filesystems[0]]})"
+            + (f"; then the same with the output on {', '.join(filesystems[1:])}." if len(filesystems) > 1 else "."))
+    for fs in filesystems:
+        add("")
+        add(f"Output on {fs} ({FS_ROLE[fs]}):")
+        add("")
+        for line in targets(table, concurrencies, corpus_stats, fs):
+            add(f"- {line}")
     add("")
-    add("## Scaling: `mirror urls` over tiny PNGs (0 ms, nginx, 64 at once)")
+    add("## Scaling: `mirror urls` over tiny PNGs (0 ms, nginx, 64 at once, output on disk)")
     add("")
     if scaling:
-        add("| images | wall s | images/s | s per 1k images | CPU s / 1k | peak RSS MB | ok |")
-        add("|---:|---:|---:|---:|---:|---:|---|")
+        add("| images | wall s | images/s | s per 1k images | CPU s / 1k | ctx switches / image | peak RSS MB | ok |")
+        add("|---:|---:|---:|---:|---:|---:|---:|---|")
         for s in scaling:
             add(f"| {s['images']:,} | {s['wall']:.2f} | {fmt(s['images_per_s'])} | {s['wall'] / s['images'] * 1000:.3f} | "
-                f"{s['cpu_per_1k']:.2f} | {s['rss'] / 1e6:.1f} | {'yes' if s['ok'] else 'NO: ' + str(s['valid']) + ' valid'} |")
+                f"{s['cpu_per_1k']:.2f} | {fmt(s.get('cs_per_image'), 1)} | {s['rss'] / 1e6:.1f} | "
+                f"{'yes' if s['ok'] else 'NO: ' + str(s['valid']) + ' valid'} |")
         largest = max(scaling, key=lambda s: s["images"])
         add("")
         add(f"Peak RSS at {largest['images']:,}: {largest['rss'] / 1e6:.1f} MB (target < 150 MB at 100k: "
@@ -1013,7 +1088,8 @@ def write_report(path, chart_name, args, info, table, records, scaling, search, 
     else:
         add("Skipped (`--no-scaling`).")
     add("")
-    add(f"## Search: `mirror {args.query} --count {args.search_count}` against the emulated APIs ({args.api_latency} ms API latency)")
+    add(f"## Search: `mirror {args.query} --count {args.search_count}` against the emulated APIs ({args.api_latency} ms API "
+        "latency, output on disk)")
     add("")
     if search.get("skipped"):
         add(f"Skipped: {search['skipped']}.")
@@ -1036,15 +1112,16 @@ def write_report(path, chart_name, args, info, table, records, scaling, search, 
     add(command)
     add("```")
     add("")
-    add("`scripts/bench --help` lists the options; `scripts/bench --quick` is a smoke run of under two minutes.")
+    add("`scripts/bench --help` lists the options; `scripts/bench --quick` is a smoke run of a few minutes.")
     add("")
     with open(path, "w") as f:
         f.write("\n".join(lines))
 
 
-def targets(table, concurrencies, corpus_stats):
+def targets(table, concurrencies, corpus_stats, fs):
+    """The targets of issue 6, evaluated on the runs with their output on `fs`."""
     out = []
-    m50 = table.get((50, 64, "mirror"))
+    m50 = table.get((fs, 50, 64, "mirror"))
     if m50 and m50["ok"]:
         limit = 64 / 0.05
         out.append(f"64 at once, 50 ms: {fmt(m50['images_per_s'])} images/s = {m50['images_per_s'] / limit:.0%} of the "
@@ -1053,15 +1130,15 @@ def targets(table, concurrencies, corpus_stats):
     else:
         out.append("64 at once, 50 ms: not measured in this run.")
     for concurrency in concurrencies:
-        m = table.get((0, concurrency, "mirror"))
-        c = table.get((0, concurrency, "curl"))
-        i = table.get((0, concurrency, "img2dataset"))
+        m = table.get((fs, 0, concurrency, "mirror"))
+        c = table.get((fs, 0, concurrency, "curl"))
+        i = table.get((fs, 0, concurrency, "img2dataset"))
         if m and c and m["ok"] and c["ok"]:
             out.append(f"0 ms, {concurrency} at once: mirror/curl throughput {m['images_per_s'] / c['images_per_s']:.2f}× "
                        f"(target ≥ 1.0×), CPU per image {m['cpu_per_1k'] / c['cpu_per_1k']:.2f}× curl's (target ≤ 1.0×)"
                        + (f"; mirror/img2dataset {m['images_per_s'] / i['images_per_s']:.2f}× (target ≥ 3×)"
                           if i and i["ok"] else ""))
-    rss = [table[k]["rss"] for k in table if k[2] == "mirror" and table[k]["ok"]]
+    rss = [table[k]["rss"] for k in table if k[0] == fs and k[3] == "mirror" and table[k]["ok"]]
     if rss:
         out.append(f"Peak RSS of mirror over every {corpus_stats['count']:,}-image run: {max(rss) / 1e6:.1f} MB (target ≤ 60 MB).")
     return out
@@ -1076,6 +1153,19 @@ def img2dataset_version():
 
 
 # ---------------------------------------------------------------- main
+
+def run_order(tools, filesystems, rep, ci):
+    """The (tool, file system) runs of one repetition and concurrency: every tool on every file system, tool by tool.
+
+    Both orders rotate with the repetition (and the concurrency), so no tool and no file system is always first, and
+    each tool's two runs swap places from one repetition to the next.
+    """
+    shift = (rep + ci) % len(tools)
+    order = tools[shift:] + tools[:shift]
+    fs_shift = (rep + ci) % len(filesystems)
+    fs_order = filesystems[fs_shift:] + filesystems[:fs_shift]
+    return [(tool, fs) for tool in order for fs in fs_order]
+
 
 def build(args):
     if args.no_build:
@@ -1110,6 +1200,10 @@ def main():
     parser.add_argument("--concurrency", help="comma-separated (default 16,64)")
     parser.add_argument("--latencies", help="comma-separated milliseconds (default 0,50,200)")
     parser.add_argument("--tools", help=f"comma-separated subset of {','.join(TOOLS)}")
+    parser.add_argument("--filesystems", default=",".join(FILESYSTEMS),
+                        help="where the tools' output goes, comma-separated: tmpfs (a folder under /dev/shm: the "
+                             "tools' own work) and/or disk (the build folder: what users get); default tmpfs,disk; "
+                             "the scaling and search runs always write to disk")
     parser.add_argument("--images-200ms", type=int,
                         help="images per run at 200 ms and more (default 1000; keeps the full run under 40 minutes)")
     parser.add_argument("--wget-images-latency", type=int, help="URLs wget gets when latency is injected (default 100)")
@@ -1137,6 +1231,10 @@ def main():
     for tool in tools:
         if tool not in TOOLS:
             parser.error(f"unknown tool {tool}")
+    filesystems = [fs for fs in FILESYSTEMS if fs in args.filesystems.split(",")]
+    for fs in args.filesystems.split(","):
+        if fs not in FILESYSTEMS:
+            parser.error(f"unknown file system {fs} (tmpfs or disk)")
     args.search_count = args.search_count or (100 if quick else 2000)
     args.images_200ms = args.images_200ms or (args.images if quick else min(args.images, 1000))
     args.wget_images_latency = args.wget_images_latency or (50 if quick else 100)
@@ -1149,15 +1247,15 @@ def main():
                                           and a not in (args.root, args.build_dir))
     command = command.strip()
     started = datetime.datetime.now(datetime.timezone.utc)
+    # SIGTERM unwinds like Ctrl-C, so the tool running is stopped and the tmpfs folder removed.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
 
     build(args)
     mirror = os.path.join(args.scratch_path, "release", "mirror")
-    bench_server = os.path.join(args.scratch_path, "release", "mirror-bench-server")
     emulator = os.path.join(args.scratch_path, "release", "mirror-emulator")
     emulator = emulator if os.path.exists(emulator) else None
-    for binary in (mirror, bench_server):
-        if not os.path.exists(binary):
-            raise SystemExit(f"bench: {binary} is missing (build failed or --no-build without a build)")
+    if not os.path.exists(mirror):  # mirror-bench-server is built but no longer used: nginx serves every cell
+        raise SystemExit(f"bench: {mirror} is missing (build failed or --no-build without a build)")
 
     www = os.path.join(args.build_dir, "www")
     corpus_dir = os.path.join(www, f"corpus-v{CORPUS_VERSION}-{args.images}")
@@ -1183,43 +1281,52 @@ def main():
                                      for k, v in sorted(mix.items(), key=lambda kv: -kv[1]))}
 
     records = []
-    nginx = Nginx(www, args.build_dir)
-    log(f"bench: nginx on 127.0.0.1:{nginx.port}")
+    tmpfs_base = None
     try:
-        for latency in latencies:
-            server = nginx if latency == 0 else Nginx(www, args.build_dir, latency)
-            try:
-                prefix = f"/{os.path.basename(corpus_dir)}"
-                base_url = f"http://127.0.0.1:{server.port}{prefix}"
-                cell_files = files if latency < 200 else files[:args.images_200ms]
-                wget_files = cell_files if latency == 0 else cell_files[:args.wget_images_latency]
-                log(f"bench: latency {latency} ms (nginx{'' if latency == 0 else ' + echo_sleep'}, "
-                    f"port {server.port}), {len(cell_files)} images per run")
-                for rep in range(args.reps):
-                    for ci, concurrency in enumerate(concurrencies):
-                        shift = (rep + ci) % len(tools)
-                        order = tools[shift:] + tools[:shift]
-                        for tool in order:
-                            if tool == "wget" and ci != 0:
-                                continue
-                            chosen = wget_files if tool == "wget" else cell_files
-                            records.append(run_one(tools_runner, tool, chosen, base_url,
-                                                   1 if tool == "wget" else concurrency, latency, rep, scratch, logs,
-                                                   args.timeout, f"l{latency}"))
-            finally:
-                if server is not nginx:
-                    server.stop()
+        # One run writes the whole list (img2dataset adds a .json per image, mirror its state database).
+        roots, where, tmpfs_base = output_roots(filesystems, scratch, int(corpus_stats["total"] * 1.25) + 64_000_000)
+        measured = measured_filesystems(where)
+        if not measured:
+            raise SystemExit("bench: no file system left to write the output to")
+        log("bench: output on " + " and ".join(f"{fs} ({where[fs]['type']}: {roots[fs]})" for fs in measured)
+            + "; scaling and search on disk")
+        nginx = Nginx(www, args.build_dir)
+        log(f"bench: nginx on 127.0.0.1:{nginx.port}")
+        try:
+            for latency in latencies:
+                server = nginx if latency == 0 else Nginx(www, args.build_dir, latency)
+                try:
+                    prefix = f"/{os.path.basename(corpus_dir)}"
+                    base_url = f"http://127.0.0.1:{server.port}{prefix}"
+                    cell_files = files if latency < 200 else files[:args.images_200ms]
+                    wget_files = cell_files if latency == 0 else cell_files[:args.wget_images_latency]
+                    log(f"bench: latency {latency} ms (nginx{'' if latency == 0 else ' + echo_sleep'}, "
+                        f"port {server.port}), {len(cell_files)} images per run")
+                    for rep in range(args.reps):
+                        for ci, concurrency in enumerate(concurrencies):
+                            for tool, fs in run_order(tools, measured, rep, ci):
+                                if tool == "wget" and ci != 0:
+                                    continue
+                                chosen = wget_files if tool == "wget" else cell_files
+                                records.append(run_one(tools_runner, tool, chosen, base_url,
+                                                       1 if tool == "wget" else concurrency, latency, rep, scratch,
+                                                       logs, args.timeout, f"l{latency}", fs, roots[fs]))
+                finally:
+                    if server is not nginx:
+                        server.stop()
 
-        scaling = []
-        if scaling_counts:
-            base_url = f"http://127.0.0.1:{nginx.port}/{os.path.basename(small_dir)}"
-            log("bench: scaling run of mirror urls (64 at once, 0 ms)")
-            for count in scaling_counts:
-                r = run_one(tools_runner, "mirror", small["files"][:count], base_url, 64, 0, 0, scratch, logs,
-                            args.timeout, "scaling")
-                scaling.append(r)
+            scaling = []
+            if scaling_counts:
+                base_url = f"http://127.0.0.1:{nginx.port}/{os.path.basename(small_dir)}"
+                log("bench: scaling run of mirror urls (64 at once, 0 ms, output on disk)")
+                for count in scaling_counts:
+                    r = run_one(tools_runner, "mirror", small["files"][:count], base_url, 64, 0, 0, scratch, logs,
+                                args.timeout, "scaling")
+                    scaling.append(r)
+        finally:
+            nginx.stop()
     finally:
-        nginx.stop()
+        remove_tmpfs_base(tmpfs_base)
 
     if args.no_search:
         search = {"skipped": "--no-search"}
@@ -1232,12 +1339,15 @@ def main():
     table = aggregate(records)
     finished = datetime.datetime.now(datetime.timezone.utc)
     with open(args.results, "w") as f:
-        json.dump({"machine": info, "command": command, "records": records, "scaling": scaling, "search": search,
+        json.dump({"machine": info, "command": command, "filesystems": where, "records": records, "scaling": scaling,
+                   "search": search,
                    "corpus": corpus_stats, "started": started.isoformat(), "finished": finished.isoformat()},
                   f, indent=1, default=str)
-    write_chart(args.chart, table, tools, latencies, concurrencies, scaling)
+    chart_fs = measured[0]  # tmpfs when it was measured
+    write_chart(args.chart, table, tools, latencies, concurrencies, scaling, chart_fs)
     write_report(args.output, os.path.relpath(args.chart, os.path.dirname(args.output)), args, info, table, records,
-                 scaling, search, tools, latencies, concurrencies, corpus_stats, started, finished, command)
+                 scaling, search, tools, latencies, concurrencies, corpus_stats, started, finished, command, where,
+                 chart_fs)
     log(f"bench: wrote {args.output} and {args.chart} in {(finished - started).total_seconds() / 60:.1f} minutes")
     failures = [r for r in records + scaling if not r["ok"]]
     if failures:

@@ -32,18 +32,17 @@ import hashlib
 import json
 import os
 import random
-import socket
 import subprocess
 import sys
 import tarfile
 import tempfile
-import time
-import traceback
 from dataclasses import dataclass, field
 
 import datasets
 import webdataset as wds
 from PIL import Image, ImageStat
+
+from mirrorscripts import Checks, emulator_environment, free_port, stop, wait_for_port
 
 MIRROR = sys.argv[1]
 EMULATOR = sys.argv[2]
@@ -57,20 +56,9 @@ datasets.logging.set_verbosity_error()
 
 # Checks ---------------------------------------------------------------------------------------------------------------
 
-failures = []
-
-
-class SectionFailed(Exception):
-    """A check failed; the rest of its section depends on it."""
-
-
-def check(condition, message):
-    """Passes, or records the failure (with `message`, which says what was found) and stops the section."""
-    if not condition:
-        print(f"  FAILED: {message}", file=sys.stderr, flush=True)
-        failures.append(message)
-        raise SectionFailed(message)
-    print(f"  ok: {message}", flush=True)
+checks = Checks("check-datasets")
+# check(condition, message): passes, or records the failure (`message` says what was found) and stops the section
+check, section = checks.check, checks.section
 
 
 def check_each(items, predicate, message, describe=str):
@@ -78,19 +66,6 @@ def check_each(items, predicate, message, describe=str):
     wrong = [item for item in items if not predicate(item)]
     found = f" — {len(wrong)} of {len(items)} not, e.g. {'; '.join(describe(item) for item in wrong[:3])}" if wrong else ""
     check(items and not wrong, f"{message} ({len(items)} checked){found}")
-
-
-def section(title, body):
-    print(title, flush=True)
-    try:
-        body()
-    except SectionFailed:
-        pass
-    except Exception as error:  # a reader that raises is a failed check too
-        message = f"{title}: {type(error).__name__}: {str(error)[:500]}"
-        print(f"  FAILED: {message}", file=sys.stderr)
-        traceback.print_exc(limit=3)
-        failures.append(message)
 
 
 def loads(what, load):
@@ -250,12 +225,6 @@ def url_of(index):
         return "not a url"
     name = SERVED[index].name if index in SERVED else f"{index}.jpg"  # a missing row: 404
     return f"http://127.0.0.1:{port}/{name}"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def mirror(arguments, expected_status, env):
@@ -479,25 +448,15 @@ def folder_resized():
 def labelled_folders():
     emulator = subprocess.Popen([EMULATOR], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
-        lines = []
-        while sum("=" in line for line in lines) < 15:
-            line = emulator.stdout.readline()
-            if not line:
-                break
-            lines.append(line.strip())
         search_env = dict(env, MIRROR_API_INTERVAL_MS="0")
-        for line in lines:
-            if "=" in line:
-                key, value = line.split("=", 1)
-                search_env[key] = value
+        search_env.update(emulator_environment(emulator))
         queries = os.path.join(work, "queries.txt")
         with open(queries, "w") as handle:
             handle.write("kittens\npuppies\nred fox\n")
         labelled = os.path.join(work, "labelled")
         mirror(["--queries", queries, "--count", "8", "--out", labelled, "--provider", "openverse", "--quiet"], 0, search_env)
     finally:
-        emulator.terminate()
-        emulator.wait()
+        stop(emulator)
     hf = loads('datasets.load_dataset("imagefolder") loads the labelled folders',
                lambda: datasets.load_dataset("imagefolder", data_dir=labelled, split="train"))
     check(hf.num_rows == 24, f"imagefolder reads {hf.num_rows} labelled images")
@@ -537,12 +496,7 @@ server = subprocess.Popen(
     [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", served_directory],
     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
 )
-for _ in range(100):
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-        break
-    except OSError:
-        time.sleep(0.05)
+wait_for_port(port, server)
 
 table = os.path.join(work, "table.csv.gz")
 with gzip.open(table, "wt", newline="") as handle:
@@ -564,12 +518,6 @@ try:
     section("Labelled folders (--queries)", labelled_folders)
     section("Parquet, through the README's one-line recipe", parquet_recipe)
 finally:
-    server.terminate()
-    server.wait()
+    stop(server)
 
-if failures:
-    print(f"check-datasets: FAILED: {len(failures)} check(s):", file=sys.stderr)
-    for message in failures:
-        print(f"  - {message}", file=sys.stderr)
-    sys.exit(1)
-print("check-datasets: all checks passed")
+sys.exit(checks.summary())

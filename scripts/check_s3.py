@@ -8,10 +8,11 @@ Everything is local. moto_server runs on a free loopback port with INITIAL_NO_AU
 calls (unchecked) create an IAM user, its access key, an inline policy allowing s3:* (and sts:AssumeRole), a role the
 user may assume with its own s3:* policy (for the session-token check), and the bucket; every call after that is
 signature-checked, which the script proves before it starts (a wrong secret gets 403
-SignatureDoesNotMatch). The images — distinct PNGs made here with zlib and struct, a fifth of them about 1 MB so that
-a 40-row shard passes 5 MiB and goes up in parts — and a few missing ones are served by Python's http.server, in a
-process of its own. moto does not compare x-amz-content-sha256 with the body (real S3 does), and is laxer than S3
-about the form of the signed path and query; two runs go through a small proxy here that checks both.
+SignatureDoesNotMatch). The images — distinct PNGs made with the standard library (mirrorscripts.png), a fifth of
+them about 1 MB so that a 40-row shard passes 5 MiB and goes up in parts — and a few missing ones are served by
+Python's http.server, in a process of its own. moto does not compare x-amz-content-sha256 with the body (real S3
+does), and is laxer than S3 about the form of the signed path and query; two runs go through a small proxy here that
+checks both.
 
 Checks (each failure is printed with the command, its exit code and its stderr, and the script goes on to the next
 check; it exits 1 if any failed):
@@ -48,17 +49,16 @@ import random
 import re
 import shutil
 import signal
-import socket
 import socketserver
 import statistics
-import struct
 import subprocess
 import sys
 import tarfile
 import tempfile
 import threading
 import time
-import zlib
+
+from mirrorscripts import CheckFailed, Checks, free_port, png, stop, wait_for_port
 
 SHARD = 40
 PART = 5 * 1024 * 1024
@@ -99,63 +99,14 @@ import botocore.config  # noqa: E402
 import botocore.exceptions  # noqa: E402
 
 MIRROR = os.path.abspath(sys.argv[1])
-failures = []     # (check, message)
 runs = []         # every mirror run, for the report
 measurements = {}
-
-
-class Failed(Exception):
-    pass
-
-
-def check(condition, message, detail=""):
-    if not condition:
-        raise Failed(message + (f"\n{detail}" if detail else ""))
-    print(f"  ok: {message}", flush=True)
-
-
-def section(name, function):
-    print(f"{name}", flush=True)
-    try:
-        function()
-    except Failed as error:
-        print(f"check-s3: FAILED: {error}", file=sys.stderr, flush=True)
-        failures.append((name, str(error)))
-    except Exception as error:  # a crash of the check itself is a failure too, with its cause
-        import traceback
-        text = "".join(traceback.format_exception(error))
-        print(f"check-s3: FAILED (the check crashed): {text}", file=sys.stderr, flush=True)
-        failures.append((name, f"the check crashed: {text}"))
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for_port(port, process):
-    for _ in range(400):
-        if process.poll() is not None:
-            sys.exit(f"check-s3: a server on port {port} exited with {process.returncode}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    sys.exit(f"check-s3: nothing listens on port {port}")
+checks = Checks("check-s3")
+# check(condition, message, detail=""): passes, or prints and records the failure and ends its section
+check, section = checks.check, checks.section
 
 
 # ---------------------------------------------------------------- images and table
-
-def png(width, height, rows, text):
-    def chunk(kind, data):
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
-
-    raw = b"".join(b"\x00" + row for row in rows)
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
-            + chunk(b"tEXt", b"Comment\x00" + text.encode()) + chunk(b"IDAT", zlib.compress(raw, 1)) + chunk(b"IEND", b""))
-
 
 def make_image(number):
     """Image `number`: every fifth one about 1 MB of noise, the others gradients of varied sizes; all distinct."""
@@ -167,7 +118,7 @@ def make_image(number):
         width, height = 16 + (number * 37) % 380, 16 + (number * 53) % 300
         pattern = bytes((j * (1 + number % 7) + number) & 255 for j in range(8192))
         rows = [pattern[(y * 3 + number) % 4096:(y * 3 + number) % 4096 + width * 3] for y in range(height)]
-    return png(width, height, rows, f"mirror check-s3 image {number}")
+    return png(width, height, b"".join(rows), text=f"mirror check-s3 image {number}", level=1)
 
 
 work = tempfile.mkdtemp(prefix="mirror-check-s3-")
@@ -268,7 +219,7 @@ section("setup", lambda: (
           == ("SignatureDoesNotMatch", 403), "a wrong secret gets 403 SignatureDoesNotMatch"),
     check(s3.list_objects_v2(Bucket=BUCKET, Prefix="ds")["KeyCount"] == 0, "the user's key lists the empty bucket"),
 ))
-if failures:
+if checks.failures:
     sys.exit("check-s3: moto_server does not check signatures as expected; nothing else is meaningful")
 
 
@@ -719,9 +670,8 @@ def check_e():
               f"left open: {[(u['Key'], u['UploadId']) for u in remaining]}\nabort requests (path, status): {aborts}\n"
               f"command: {process.command}")
         check_shards(read_shards(s3_files("stale")), "e (stale)")
-    except Failed as error:
+    except CheckFailed as error:
         problems.append(str(error))
-        print(f"check-s3: FAILED: {error}", file=sys.stderr, flush=True)
     for trigger, plain, slow in (("upload", 4, 2), ("part", 3, 2), ("partial", 4, 2)):
         caught_any = False
         plans = [(table, f"kill{trigger}{n}") for n in range(plain)]
@@ -736,9 +686,8 @@ def check_e():
             caught_any = True
             try:
                 rerun_after_kill(attempt, source, env)
-            except Failed as error:
+            except CheckFailed as error:
                 problems.append(str(error))
-                print(f"check-s3: FAILED: {error}", file=sys.stderr, flush=True)
         tries = [a for a in attempts if a["trigger"] == trigger]
         print(f"  {trigger}: caught the moment in {sum(bool(a['caught']) for a in tries)} of {len(tries)} attempts", flush=True)
         if trigger == "upload":
@@ -905,9 +854,8 @@ def check_h():
                       "(curl signs them as sent; S3 signs its canonical form)",
                       "\n".join(distinct[:8]) + f"\nexample: {tally['not_canonical'][:1]}\ncommand: {process.command}")
                 check(len([k for k in list_prefix(prefix) if k.endswith("_stats.json")]) == SHARDS, f"h ({label}): every shard arrived")
-            except Failed as error:
+            except CheckFailed as error:
                 problems.append(str(error))
-                print(f"check-s3: FAILED: {error}", file=sys.stderr, flush=True)
     finally:
         proxy.shutdown()
     check(not problems, f"h: both proxied runs pass ({len(problems)} failed)", "\n---\n".join(problems))
@@ -1030,18 +978,15 @@ try:
     section_if("j. no secret on disk", check_j)
     section_if("throughput", throughput)
 finally:
-    image_server.terminate()
-    moto.terminate()
+    stop(image_server)
+    stop(moto)
     report = os.environ.get("CHECK_S3_REPORT")
     if report:
         with open(report, "w") as handle:
-            json.dump({"failures": failures, "runs": runs, "measurements": measurements}, handle, indent=2, default=str)
+            json.dump({"failures": checks.failures, "runs": runs, "measurements": measurements}, handle, indent=2, default=str)
     if not os.environ.get("CHECK_S3_KEEP"):
         shutil.rmtree(work, ignore_errors=True)
     else:
         print(f"work folder kept: {work}")
 
-if failures:
-    print(f"check-s3: {len(failures)} check(s) failed: {', '.join(name.split('.')[0] for name, _ in failures)}", file=sys.stderr)
-    sys.exit(1)
-print("check-s3: all checks passed")
+sys.exit(checks.summary())

@@ -14,6 +14,8 @@ import sys
 
 import yaml
 
+from mirrorscripts import Checks
+
 
 def documents(folder):
     found = []
@@ -25,15 +27,15 @@ def documents(folder):
     return found
 
 
-def check(folder):
-    problems = []
+def check(folder, checks):
+    """Reports every problem of the manifests in `folder` with checks.fail."""
     docs = documents(folder)
     for name, doc in docs:
         for field in ("apiVersion", "kind", "metadata"):
             if field not in doc:
-                problems.append(f"{name}: no {field}")
+                checks.fail(f"{name}: no {field}")
         if not (doc.get("metadata") or {}).get("name"):
-            problems.append(f"{name}: no metadata.name")
+            checks.fail(f"{name}: no metadata.name")
     # Each Secret's keys, and the keys its file shows commented out (AWS_ENDPOINT_URL): those a Secret may have.
     secrets = {}
     for name, doc in docs:
@@ -44,104 +46,102 @@ def check(folder):
             secrets[doc["metadata"]["name"]] = (keys, commented - keys)
     jobs = [(name, doc) for name, doc in docs if doc.get("kind") == "Job"]
     if not jobs:
-        problems.append(f"{folder}: no Job")
+        checks.fail(f"{folder}: no Job")
     for name, job in jobs:
         where = f"{name}: Job {job['metadata'].get('name')}"
         if job.get("apiVersion") != "batch/v1":
-            problems.append(f"{where}: apiVersion {job.get('apiVersion')}, expected batch/v1")
+            checks.fail(f"{where}: apiVersion {job.get('apiVersion')}, expected batch/v1")
         spec = job.get("spec") or {}
         if spec.get("completionMode") != "Indexed":
-            problems.append(f"{where}: completionMode is {spec.get('completionMode')!r}, not Indexed")
+            checks.fail(f"{where}: completionMode is {spec.get('completionMode')!r}, not Indexed")
         completions = spec.get("completions")
         if not isinstance(completions, int) or completions < 1:
-            problems.append(f"{where}: completions {completions!r}: an Indexed Job needs a positive count")
+            checks.fail(f"{where}: completions {completions!r}: an Indexed Job needs a positive count")
         parallelism = spec.get("parallelism", 1)
         if isinstance(completions, int) and parallelism > completions:
-            problems.append(f"{where}: parallelism {parallelism} > completions {completions}")
+            checks.fail(f"{where}: parallelism {parallelism} > completions {completions}")
         if "backoffLimitPerIndex" in spec and "backoffLimit" in spec:
-            problems.append(f"{where}: both backoffLimit and backoffLimitPerIndex (the per-index limit is meant)")
+            checks.fail(f"{where}: both backoffLimit and backoffLimitPerIndex (the per-index limit is meant)")
         pod = (spec.get("template") or {}).get("spec") or {}
         if pod.get("restartPolicy") != "Never" and spec.get("podFailurePolicy"):
-            problems.append(f"{where}: podFailurePolicy needs restartPolicy Never, not {pod.get('restartPolicy')!r}")
+            checks.fail(f"{where}: podFailurePolicy needs restartPolicy Never, not {pod.get('restartPolicy')!r}")
         if pod.get("restartPolicy") not in ("Never", "OnFailure"):
-            problems.append(f"{where}: a Job's restartPolicy must be Never or OnFailure")
+            checks.fail(f"{where}: a Job's restartPolicy must be Never or OnFailure")
         containers = pod.get("containers") or []
         names = {c.get("name") for c in containers}
         for rule in (spec.get("podFailurePolicy") or {}).get("rules") or []:
             exit_codes = rule.get("onExitCodes")
             if exit_codes and exit_codes.get("containerName") not in names:
-                problems.append(f"{where}: podFailurePolicy names container {exit_codes.get('containerName')!r}, "
-                                f"the pod has {sorted(names)}")
+                checks.fail(f"{where}: podFailurePolicy names container {exit_codes.get('containerName')!r}, "
+                            f"the pod has {sorted(names)}")
             if rule.get("action") == "FailIndex" and "backoffLimitPerIndex" not in spec:
-                problems.append(f"{where}: a FailIndex rule needs backoffLimitPerIndex")
+                checks.fail(f"{where}: a FailIndex rule needs backoffLimitPerIndex")
         volumes = {v.get("name"): v for v in pod.get("volumes") or []}
         for container in containers:
             cwhere = f"{where}, container {container.get('name')}"
             env = {e.get("name"): e for e in container.get("env") or []}
             shards = (env.get("MIRROR_SHARDS") or {}).get("value")
             if shards is None:
-                problems.append(f"{cwhere}: no MIRROR_SHARDS value (mirror needs N beside JOB_COMPLETION_INDEX)")
+                checks.fail(f"{cwhere}: no MIRROR_SHARDS value (mirror needs N beside JOB_COMPLETION_INDEX)")
             elif str(shards) != str(completions):
-                problems.append(f"{cwhere}: MIRROR_SHARDS {shards} but completions {completions}: pods would split "
-                                f"the table into {shards} shares, and some rows would have no pod, or two")
+                checks.fail(f"{cwhere}: MIRROR_SHARDS {shards} but completions {completions}: pods would split "
+                            f"the table into {shards} shares, and some rows would have no pod, or two")
             for variable in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
                 entry = env.get(variable)
                 if not entry or "secretKeyRef" not in (entry.get("valueFrom") or {}):
-                    problems.append(f"{cwhere}: {variable} does not come from a Secret (secretKeyRef)")
+                    checks.fail(f"{cwhere}: {variable} does not come from a Secret (secretKeyRef)")
                 if entry and "value" in entry:
-                    problems.append(f"{cwhere}: {variable} has a literal value in the manifest")
+                    checks.fail(f"{cwhere}: {variable} has a literal value in the manifest")
             for variable, entry in env.items():
                 ref = (entry.get("valueFrom") or {}).get("secretKeyRef")
                 if not ref:
                     continue
                 secret = ref.get("name")
                 if secret not in secrets:
-                    problems.append(f"{cwhere}: {variable} refers to Secret {secret!r}, not among {sorted(secrets)}")
+                    checks.fail(f"{cwhere}: {variable} refers to Secret {secret!r}, not among {sorted(secrets)}")
                     continue
                 keys, maybe = secrets[secret]
                 if ref.get("key") not in keys | maybe:
-                    problems.append(f"{cwhere}: {variable} refers to key {ref.get('key')!r} of Secret {secret}, "
-                                    f"which has {sorted(keys)}")
+                    checks.fail(f"{cwhere}: {variable} refers to key {ref.get('key')!r} of Secret {secret}, "
+                                f"which has {sorted(keys)}")
                 elif ref.get("key") in maybe and not ref.get("optional"):
-                    problems.append(f"{cwhere}: {variable} needs optional: true (the example Secret leaves it out)")
+                    checks.fail(f"{cwhere}: {variable} needs optional: true (the example Secret leaves it out)")
             command = " ".join((container.get("command") or []) + (container.get("args") or []))
             if not re.search(r"\bmirror urls\b", command):
-                problems.append(f"{cwhere}: the command does not run `mirror urls`")
+                checks.fail(f"{cwhere}: the command does not run `mirror urls`")
             if "--format webdataset" not in command:
-                problems.append(f"{cwhere}: the command does not pass --format webdataset")
+                checks.fail(f"{cwhere}: the command does not pass --format webdataset")
             if re.search(r"--shard[ =]", command):
-                problems.append(f"{cwhere}: the command passes --shard: the index must come from JOB_COMPLETION_INDEX")
+                checks.fail(f"{cwhere}: the command passes --shard: the index must come from JOB_COMPLETION_INDEX")
             out = (env.get("MIRROR_OUT") or {}).get("value", "")
             if not out.startswith("s3://") or len(out.split("/")[2]) < 3:
-                problems.append(f"{cwhere}: MIRROR_OUT {out!r} is not s3://BUCKET/PREFIX (bucket of 3+ characters)")
+                checks.fail(f"{cwhere}: MIRROR_OUT {out!r} is not s3://BUCKET/PREFIX (bucket of 3+ characters)")
             mounts = {m.get("mountPath"): m.get("name") for m in container.get("volumeMounts") or []}
             for match in re.findall(r"--state-dir\s+(\S+)", command):
                 mount = next((m for m in mounts if match == m or match.startswith(m.rstrip("/") + "/")), None)
                 if mount is None:
-                    problems.append(f"{cwhere}: --state-dir {match} is on no volume")
+                    checks.fail(f"{cwhere}: --state-dir {match} is on no volume")
                 elif "emptyDir" not in volumes.get(mounts[mount], {}):
-                    problems.append(f"{cwhere}: --state-dir {match} is not on an emptyDir")
+                    checks.fail(f"{cwhere}: --state-dir {match} is not on an emptyDir")
             for mount_name in mounts.values():
                 if mount_name not in volumes:
-                    problems.append(f"{cwhere}: volumeMount {mount_name!r} has no volume")
+                    checks.fail(f"{cwhere}: volumeMount {mount_name!r} has no volume")
             if container.get("command", [None])[0] in ("/bin/sh", "sh") and "-c" in container.get("command", []):
                 script = (container.get("args") or [""])[0]
                 shell = shutil.which("dash") or shutil.which("sh")
                 result = subprocess.run([shell, "-n"], input=script, text=True, capture_output=True)
                 if result.returncode != 0:
-                    problems.append(f"{cwhere}: the shell script does not parse: {result.stderr.strip()}")
+                    checks.fail(f"{cwhere}: the shell script does not parse: {result.stderr.strip()}")
             resources = container.get("resources") or {}
             if not resources.get("requests") or "memory" not in (resources.get("limits") or {}):
-                problems.append(f"{cwhere}: no resource requests or no memory limit")
-    return problems
+                checks.fail(f"{cwhere}: no resource requests or no memory limit")
 
 
 def main(argv):
     folder = argv[1] if len(argv) > 1 else "deploy/k8s"
-    problems = check(folder)
-    for problem in problems:
-        print(f"k8s-validate: {problem}", file=sys.stderr)
-    if problems:
+    checks = Checks("k8s-validate", verbose=False)
+    check(folder, checks)
+    if checks.summary():
         return 1
     print(f"k8s-validate: {folder}: the Job, its Secret references and its command are consistent")
     return 0
