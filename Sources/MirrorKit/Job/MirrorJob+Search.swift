@@ -46,13 +46,13 @@ extension MirrorJob {
         let source = SearchSource(feed: feed, query: configuration.query)
         var results: [ImageResult] = []
         while results.count < missing {
-            let next: Candidate?
+            let next: SourceItem?
             do {
                 next = try await source.next()
             } catch {
                 throw Self.failure(from: error, summary: summary(of: feed.statistics, report: nil, folder: nil, started: .now))
             }
-            guard let candidate = next, let result = candidate.result else { break }
+            guard case let .candidate(candidate)? = next, let result = candidate.result else { break }
             if have.contains(CacheKey(url: candidate.url).normalizedURL) || configuration.filter?.rejection(
                 reportedWidth: candidate.reportedWidth, reportedHeight: candidate.reportedHeight, mimeType: candidate.reportedMIMEType
             ) != nil { continue }

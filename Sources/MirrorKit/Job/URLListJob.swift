@@ -61,7 +61,7 @@ public struct URLListJob: Sendable {
             case let .duplicate(candidate, existing): onEvent(.duplicate(candidate.url, of: existing ?? candidate.url.absoluteString))
             case let .failed(candidate, error): onEvent(.failed(candidate.url, error))
             case let .retrying(url, attempt, delay, reason): onEvent(.retrying(url, attempt: attempt, delay: delay, reason: reason))
-            case let .invalid(candidate, reason): onEvent(.invalid(place: candidate.place ?? "a row", reason: reason))
+            case let .invalid(row): onEvent(.invalid(place: row.place, reason: row.reason))
             case let .refused(candidate, reason, message): onEvent(.refused(candidate.url, reason: reason, message: message))
             case .filtered, .notice: break
             }

@@ -70,8 +70,8 @@ public struct Pipeline: Sendable {
         case duplicate(Candidate, of: String?)
         /// A valid image the filter turned away (or the source's report of it did, before any download).
         case filtered(Candidate, String)
-        /// The source's row gives no URL (``Candidate/problem``); nothing was fetched.
-        case invalid(Candidate, String)
+        /// The source's row gives no URL; nothing was fetched.
+        case invalid(BadRow)
         /// The image's response (`opted_out`) or its host's robots.txt (`disallowed`) says not to take it.
         case refused(Candidate, reason: String, message: String)
         /// The download gave no image.
@@ -159,8 +159,12 @@ public struct Pipeline: Sendable {
                 let inFlight = run.inFlight
                 if !exhausted, sourceError == nil, run.hasRoom(inFlight: inFlight) {
                     do {
-                        guard let candidate = try await source.next() else {
+                        guard let item = try await source.next() else {
                             exhausted = true
+                            continue
+                        }
+                        guard case let .candidate(candidate) = item else {
+                            if case let .badRow(row) = item { run.settle(row) }
                             continue
                         }
                         guard run.admit(candidate, seen: &seen) else { continue }
@@ -250,14 +254,15 @@ extension Pipeline {
             return inFlight < concurrency + margin && sink.publishedCount + inFlight < target + margin
         }
 
+        /// Counts and reports a row that gives no URL.
+        func settle(_ row: BadRow) {
+            tally.withLock { $0.invalid += 1 }
+            sink.settle(url: nil, provenance: row.provenance, as: .invalid(row.reason))
+            onEvent(.invalid(row))
+        }
+
         /// Admission: whether `candidate` goes on to be downloaded; reports why not.
         func admit(_ candidate: Candidate, seen: inout SeenURLs) -> Bool {
-            if let problem = candidate.problem {
-                tally.withLock { $0.invalid += 1 }
-                sink.settle(url: candidate.url, provenance: candidate.provenance, as: .invalid(problem))
-                onEvent(.invalid(candidate, problem))
-                return false
-            }
             let key = CacheKey(url: candidate.url).normalizedURL
             if sink.contains(normalizedURL: key, provenance: candidate.provenance) {
                 tally.withLock { $0.alreadySaved += 1 }

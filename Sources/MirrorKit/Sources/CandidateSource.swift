@@ -20,16 +20,13 @@ public struct Candidate: Sendable, Hashable {
     public var reportedHeight: Int?
     /// The MIME type the source reports; `nil` when unknown.
     public var reportedMIMEType: String?
-    /// Why the source's row gives no URL to fetch (a table's bad row), or `nil`: such a candidate is counted and
-    /// reported, never downloaded.
-    public var problem: String?
     /// Where the source found it (`row 14`, `line 3`), for messages; `nil` for a search result.
     public var place: String?
 
     /// Creates a candidate; the reported dimensions and type default to unknown.
     public init(
         url: URL, stem: String, provenance: ImageProvenance = ImageProvenance(), result: ImageResult? = nil,
-        reportedWidth: Int? = nil, reportedHeight: Int? = nil, reportedMIMEType: String? = nil, problem: String? = nil,
+        reportedWidth: Int? = nil, reportedHeight: Int? = nil, reportedMIMEType: String? = nil,
         place: String? = nil
     ) {
         self.url = url
@@ -39,7 +36,29 @@ public struct Candidate: Sendable, Hashable {
         self.reportedWidth = reportedWidth
         self.reportedHeight = reportedHeight
         self.reportedMIMEType = reportedMIMEType
-        self.problem = problem
+        self.place = place
+    }
+}
+
+/// What a source yields: an image to fetch, or a row of a table that gives none (counted and reported in row order
+/// with the rest, never fetched).
+public enum SourceItem: Sendable, Hashable {
+    case candidate(Candidate)
+    case badRow(BadRow)
+}
+
+/// A row of a table that gives no URL to fetch: none, not http(s), a line that does not parse.
+public struct BadRow: Sendable, Hashable {
+    /// What the source knows of the row (its key, caption and kept columns), for its record.
+    public var provenance: ImageProvenance
+    /// Why it gives no URL.
+    public var reason: String
+    /// Where the source found it (`row 14`, `line 3`), for messages.
+    public var place: String
+
+    public init(provenance: ImageProvenance, reason: String, place: String) {
+        self.provenance = provenance
+        self.reason = reason
         self.place = place
     }
 }
@@ -51,7 +70,7 @@ public protocol CandidateSource: Sendable {
     /// The next candidate, or `nil` when the source has no more.
     /// - Throws: the source's own error when it cannot go on (the search's providers failed); the pipeline stops
     ///   asking, finishes what is in flight and reports it.
-    func next() async throws -> Candidate?
+    func next() async throws -> SourceItem?
 
     /// Work the source's terms ask for once `candidate` has been saved (Unsplash's download notification), or `nil`
     /// (the default). It runs off the download's slot; a line it returns is logged, and never fails the image.

@@ -21,8 +21,8 @@ public struct SearchSource: CandidateSource {
     /// The feed drops a URL any provider returned before.
     public var yieldsDistinctURLs: Bool { true }
 
-    public func next() async throws -> Candidate? {
-        try await feed.next().map(candidate(for:))
+    public func next() async throws -> SourceItem? {
+        try await feed.next().map { .candidate(candidate(for: $0)) }
     }
 
     /// The candidate for a search result.

@@ -6,8 +6,8 @@ import MirrorStorage
 import MirrorTransport
 
 /// A table of URLs as a pipeline's ``CandidateSource``: each row becomes a candidate named after its URL's last path
-/// segment, keyed by its position, with its caption and kept columns for the record. A bad row becomes a candidate
-/// with its ``Candidate/problem``, so that it is counted and reported in row order with the rest.
+/// segment, keyed by its position, with its caption and kept columns for the record. A bad row becomes a ``BadRow``,
+/// so that it is counted and reported in row order with the rest.
 ///
 /// Repeated URLs are left to the pipeline's admission (a table may list one URL on many rows).
 ///
@@ -26,8 +26,6 @@ public final class TableSource: CandidateSource, @unchecked Sendable {  // `read
         /// Rows this copy took.
         public var taken = 0
     }
-    /// What a bad row's candidate points at: nothing is ever fetched from it.
-    static let placeholder = URL(string: "about:invalid")!
 
     /// Creates the source over an open table; with a `shard`, only its share of the rows (`blockSize` rows to a
     /// block when split by row: a WebDataset shard's size).
@@ -40,31 +38,53 @@ public final class TableSource: CandidateSource, @unchecked Sendable {  // `read
     /// Rows read and rows taken so far.
     public var share: ShareTally { lock.withLock { _ in tally } }
 
-    public func next() async throws -> Candidate? {
+    public func next() async throws -> SourceItem? {
         try lock.withLock { _ in
             while let row = try reader.next() {
                 tally.rows += 1
-                var candidate = Self.candidate(for: row)
+                var item = Self.item(for: row)
                 if let shard {
-                    let host = candidate.problem == nil ? candidate.url.host : nil
+                    let host: String? = if case let .candidate(candidate) = item { candidate.url.host } else { nil }
                     guard shard.owns(position: row.position, host: host, blockSize: blockSize) else { continue }
-                    if shard.split == .host { candidate.provenance.slot = tally.taken }
+                    if shard.split == .host { item.provenance.slot = tally.taken }
                 }
                 tally.taken += 1
-                return candidate
+                return item
             }
             return nil
         }
     }
 
-    /// The candidate for a row.
-    public static func candidate(for row: TableRow) -> Candidate {
+    /// What a row becomes: a candidate, or a bad row.
+    public static func item(for row: TableRow) -> SourceItem {
         let provenance = ImageProvenance(key: row.key, caption: row.caption, columns: row.columns)
         switch row.url {
         case let .success(url):
-            return Candidate(url: url, stem: FileNaming.stem(of: url), provenance: provenance, place: row.place)
+            return .candidate(Candidate(url: url, stem: FileNaming.stem(of: url), provenance: provenance, place: row.place))
         case let .failure(problem):
-            return Candidate(url: placeholder, stem: row.key, provenance: provenance, problem: problem.reason, place: row.place)
+            return .badRow(BadRow(provenance: provenance, reason: problem.reason, place: row.place))
+        }
+    }
+}
+
+extension SourceItem {
+    /// The provenance of the candidate or the bad row.
+    var provenance: ImageProvenance {
+        get {
+            switch self {
+            case let .candidate(candidate): candidate.provenance
+            case let .badRow(row): row.provenance
+            }
+        }
+        set {
+            switch self {
+            case var .candidate(candidate):
+                candidate.provenance = newValue
+                self = .candidate(candidate)
+            case var .badRow(row):
+                row.provenance = newValue
+                self = .badRow(row)
+            }
         }
     }
 }

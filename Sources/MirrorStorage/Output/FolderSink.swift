@@ -76,8 +76,8 @@ public final class FolderSink: ImageSink {
         ))
     }
 
-    public func settle(url: URL, provenance: ImageProvenance, as outcome: SettledOutcome) {
-        guard let store else { return }
+    public func settle(url: URL?, provenance: ImageProvenance, as outcome: SettledOutcome) {
+        guard let store, let url else { return }
         let provider = provenance.provider
         switch outcome {
         case let .failed(reason, _, isTransient):

@@ -123,7 +123,7 @@ public protocol ImageSink: Sendable {
 
     /// Records, best effort, how the image at `url` ended without being published, so that a later run can skip it
     /// (the folder keeps failures) and so that sinks that account for every row (shards) can close them.
-    func settle(url: URL, provenance: ImageProvenance, as outcome: SettledOutcome)
+    func settle(url: URL?, provenance: ImageProvenance, as outcome: SettledOutcome)
 
     /// Images this run has published.
     var publishedCount: Int { get }

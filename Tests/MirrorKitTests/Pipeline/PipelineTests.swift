@@ -24,9 +24,9 @@ final class ScriptedSource: CandidateSource {
         self.failure = failure
     }
 
-    func next() async throws -> Candidate? {
+    func next() async throws -> SourceItem? {
         asked.withLock { $0 += 1 }
-        if let next = candidates.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) { return next }
+        if let next = candidates.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) { return .candidate(next) }
         if let failure { throw failure }
         return nil
     }
@@ -131,11 +131,11 @@ final class MemorySink: ImageSink {
         }
     }
 
-    /// How each candidate that published nothing ended, by URL.
+    /// How each candidate that published nothing ended, by URL (a bad row by `row KEY`).
     let settled = Locked<[String: SettledOutcome]>([:])
 
-    func settle(url: URL, provenance: ImageProvenance, as outcome: SettledOutcome) {
-        settled.withLock { $0[url.absoluteString] = outcome }
+    func settle(url: URL?, provenance: ImageProvenance, as outcome: SettledOutcome) {
+        settled.withLock { $0[url?.absoluteString ?? "row " + (provenance.key ?? "?")] = outcome }
     }
 
     var publishedCount: Int { held.withLock { $0.count } }

@@ -9,13 +9,13 @@ enum ShardRecordLine {
         Data(#"{"status":"success","error":null,"#.utf8) + json.dropFirst() + Data("\n".utf8)
     }
 
-    package static func settled(url: URL, provenance: ImageProvenance, outcome: SettledOutcome) -> Data {
+    package static func settled(url: URL?, provenance: ImageProvenance, outcome: SettledOutcome) -> Data {
         let text = { (value: String?) in (try? ManifestRecord.jsonText(value)) ?? "null" }
         var line = #"{"status":"# + text(outcome.status) + #","error":"# + text(outcome.message)
         for field in ManifestRecord.Field.all {
             let value: String
             switch field.key {
-            case "url": value = url.scheme == "about" ? "null" : text(url.absoluteString)
+            case "url": value = text(url?.absoluteString)
             case "key": value = text(provenance.key)
             case "caption": value = text(provenance.caption)
             case "label": value = text(provenance.label)

@@ -80,7 +80,7 @@ public final class ShardSink: ImageSink {
 
     package enum Row {
         case saved(VerifiedImage, ManifestRecord)
-        case settled(url: URL, provenance: ImageProvenance, outcome: SettledOutcome)
+        case settled(url: URL?, provenance: ImageProvenance, outcome: SettledOutcome)
     }
 
     /// Opens (creating) the folder, locks it, and finds which shards are complete.
@@ -156,7 +156,7 @@ public final class ShardSink: ImageSink {
         completion(outcome)
     }
 
-    public func settle(url: URL, provenance: ImageProvenance, as outcome: SettledOutcome) {
+    public func settle(url: URL?, provenance: ImageProvenance, as outcome: SettledOutcome) {
         guard let position = Self.position(of: provenance) else { return }
         add(.settled(url: url, provenance: provenance, outcome: outcome), at: position)
     }
