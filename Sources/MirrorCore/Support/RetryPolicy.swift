@@ -69,6 +69,46 @@ public struct RetryPolicy: Sendable, Hashable {
         return min(maximumDelay, .nanoseconds(Int64(min(scaled, Double(Int64.max / 2)))))
     }
 
+    /// Runs `attempt` until it succeeds, fails in a way not worth retrying, or the retries are spent; between attempts,
+    /// sleeps the delay ``decision(afterAttempt:retryable:retryAfter:using:)`` gives. The one retry loop of the
+    /// package: the API client and the object store call it; the download manager and the search paginator, which
+    /// do not wait in a loop (a waiting retry holds no slot), ask ``decision(afterAttempt:retryable:retryAfter:using:)``
+    /// from their state machines instead.
+    ///
+    /// - Parameters:
+    ///   - sleeper: The clock and sleep of the delays.
+    ///   - attempt: One attempt.
+    ///   - isRetryable: Whether a failure is of a kind worth retrying.
+    ///   - retryAfter: How long the server asked to wait after a failure, if it did. Default: never.
+    ///   - interrupted: What to throw when the task is cancelled during a delay, given the last failure. Default: it.
+    /// - Throws: The last failure (or what `interrupted` makes of it).
+    public func run<Value, Failure: Error>(
+        using sleeper: Sleeper,
+        _ attempt: () async throws(Failure) -> Value,
+        isRetryable: (Failure) -> Bool,
+        retryAfter: (Failure) -> Duration? = { _ in nil },
+        interrupted: (Failure) -> Failure = { $0 }
+    ) async throws(Failure) -> Value {
+        var random = SystemRandomNumberGenerator()
+        var attempts = 0
+        while true {
+            let failure: Failure
+            do {
+                return try await attempt()
+            } catch {
+                failure = error
+            }
+            attempts += 1
+            let decision = decision(afterAttempt: attempts, retryable: isRetryable(failure), retryAfter: retryAfter(failure), using: &random)
+            guard case let .retry(delay) = decision else { throw failure }
+            do {
+                try await sleeper.sleep(delay)
+            } catch {
+                throw interrupted(failure)
+            }
+        }
+    }
+
     /// Whether an HTTP status is worth retrying: 408, 429 and 5xx.
     public static func isRetryable(status: Int) -> Bool {
         status == 408 || status == 429 || (500..<600).contains(status)

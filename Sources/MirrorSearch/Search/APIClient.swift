@@ -113,31 +113,20 @@ public final class APIClient: Sendable {
         cacheTTL: Duration? = nil,
         decode: (APIResponse) throws(ProviderError) -> Value
     ) async throws(SearchError) -> (value: Value, fromCache: Bool) {
-        let policy = retry ?? self.retry
-        var random = SeededRandom(seed: nil)
-        var attempts = 0
-        while true {
-            let failure: ProviderError
-            do {
-                return try await attempt(request, provider: provider, pacing: pacing, cacheTTL: cacheTTL, decode: decode)
-            } catch {
-                switch error {
-                case .cancelled: throw .cancelled
-                case .provider(let error): failure = error
-                }
+        do {
+            return try await (retry ?? self.retry).run(using: sleeper) { () async throws(AttemptError) in
+                try await attempt(request, provider: provider, pacing: pacing, cacheTTL: cacheTTL, decode: decode)
+            } isRetryable: { error in
+                if case let .provider(failure) = error { failure.isRetryable } else { false }
+            } retryAfter: { error in
+                if case let .provider(.rateLimited(hint, _)) = error { hint } else { nil }
+            } interrupted: { _ in
+                .cancelled
             }
-            attempts += 1
-            let retryAfter: Duration?
-            if case .rateLimited(let hint, _) = failure { retryAfter = hint } else { retryAfter = nil }
-            switch policy.decision(afterAttempt: attempts, retryable: failure.isRetryable, retryAfter: retryAfter, using: &random) {
-            case .retry(let delay):
-                do {
-                    try await sleeper.sleep(delay)
-                } catch {
-                    throw .cancelled
-                }
-            case .giveUp:
-                throw SearchError(failure, provider: provider)
+        } catch {
+            switch error {
+            case .cancelled: throw .cancelled
+            case let .provider(failure): throw SearchError(failure, provider: provider)
             }
         }
     }

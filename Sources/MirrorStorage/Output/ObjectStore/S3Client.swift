@@ -193,38 +193,28 @@ public final class S3Client: Sendable {
         }
         request.headers = headers + [("x-amz-content-sha256", payloadHash)]
         if let token = configuration.sessionToken { request.headers.append(("x-amz-security-token", token)) }
-        var generator = SystemRandomNumberGenerator()
-        var attempt = 0
-        while true {
-            attempt += 1
-            let failure: ObjectStoreError
-            var retryAfter: Duration?
+        // The server's Retry-After of the last attempt's answer, if it sent one.
+        var retryAfter: Duration?
+        return try await configuration.retry.run(using: sleeper) { () async throws(ObjectStoreError) -> HTTPResponse in
+            retryAfter = nil
+            let response: HTTPResponse
             do {
-                let response = try await loader.perform(request)
-                if (200..<300).contains(response.status) || accepting.contains(response.status) { return response }
-                let code = S3XML.elements(in: response.body, named: ["Code"]).first?.text ?? "HTTP \(response.status)"
-                if response.status == 403 || (response.status == 400 && code.contains("Token")) || code == "InvalidAccessKeyId" {
-                    throw ObjectStoreError.rejected(code: code, location: subject)
-                }
-                if code == "NoSuchBucket" {
-                    throw ObjectStoreError.noSuchBucket(location.bucket, endpoint: configuration.endpoint?.absoluteString ?? "AWS \(configuration.region)")
-                }
-                let transient = RetryPolicy.isRetryable(status: response.status)
-                failure = .failed(operation: operation, key: subject, reason: "\(code) (HTTP \(response.status))", transient: transient)
-                retryAfter = response.retryAfter()
-            } catch let error as ObjectStoreError {
-                throw error
+                response = try await loader.perform(request)
             } catch {
-                failure = .failed(operation: operation, key: subject, reason: "\(error)", transient: true)
+                throw .failed(operation: operation, key: subject, reason: "\(error)", transient: true)
             }
-            let decision = configuration.retry.decision(afterAttempt: attempt, retryable: failure.isTransient, retryAfter: retryAfter, using: &generator)
-            guard case let .retry(delay) = decision else { throw failure }
-            do {
-                try await sleeper.sleep(delay)
-            } catch {
-                throw failure
+            if (200..<300).contains(response.status) || accepting.contains(response.status) { return response }
+            let code = S3XML.elements(in: response.body, named: ["Code"]).first?.text ?? "HTTP \(response.status)"
+            if response.status == 403 || (response.status == 400 && code.contains("Token")) || code == "InvalidAccessKeyId" {
+                throw .rejected(code: code, location: subject)
             }
-        }
+            if code == "NoSuchBucket" {
+                throw .noSuchBucket(location.bucket, endpoint: configuration.endpoint?.absoluteString ?? "AWS \(configuration.region)")
+            }
+            retryAfter = response.retryAfter()
+            let transient = RetryPolicy.isRetryable(status: response.status)
+            throw .failed(operation: operation, key: subject, reason: "\(code) (HTTP \(response.status))", transient: transient)
+        } isRetryable: { $0.isTransient } retryAfter: { _ in retryAfter }
     }
 
     /// The request URL: path-style under a custom endpoint, virtual-hosted on AWS; the query sorted by name, as
