@@ -5,42 +5,71 @@ import MirrorSearch
 import MirrorStorage
 
 extension URLListJob {
-    /// What a run did.
+    /// What a run did; `--json` prints it, the tally's counts flat beside the rest.
     public struct Summary: Sendable, Hashable, Codable {
         /// Rows of the table that gave a URL.
         public var total = 0
-        /// Images saved by this run.
-        public var saved = 0
-        /// URLs the folder already had.
-        public var skipped = 0
-        /// Downloads whose bytes the folder already had.
-        public var duplicates = 0
-        /// URLs that did not give an image.
-        public var failed = 0
-        /// Failures by reason (`http-404`, `not-image-html`, `truncated`, …).
-        public var failures: [String: Int] = [:]
-        /// Rows that gave no URL (none, not http(s), a line that does not parse).
-        public var invalidRows = 0
-        /// Valid images the filters turned away.
-        public var filtered = 0
-        /// Images whose response's `X-Robots-Tag` opted them out.
-        public var optedOut = 0
-        /// URLs their host's robots.txt disallows.
-        public var disallowed = 0
-        /// Bytes of the images saved.
-        public var bytes: Int64 = 0
-        /// Images served from the cache.
-        public var cacheHits = 0
+        /// How the rows ended (``Tally/alreadySaved``: URLs the output already had; ``Tally/invalid``: rows that gave
+        /// no URL).
+        public var tally = Tally()
         /// Wall time.
         public var seconds: Double = 0
-        /// Whether any failure may succeed on a later run (network, server errors).
-        public var hasTransientFailures = false
         /// WebDataset shards complete in the folder (this run's and earlier ones'), or `nil` for a folder.
         public var shards: Int?
         /// WebDataset shards this run wrote, or `nil` for a folder.
         public var shardsWritten: Int?
         /// Rows of the table read, when this run is one copy of a sharded job (it reads them all and takes its share).
         public var tableRows: Int?
+
+        public init() {}
+
+        /// The keys of `--json`, a contract: the tally's counts are named as they always were.
+        enum CodingKeys: String, CodingKey {
+            case total, saved, skipped, duplicates, failed, failures, invalidRows, filtered, optedOut, disallowed, bytes
+            case cacheHits, seconds, hasTransientFailures, shards, shardsWritten, tableRows
+        }
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            total = try container.decode(Int.self, forKey: .total)
+            tally.saved = try container.decode(Int.self, forKey: .saved)
+            tally.alreadySaved = try container.decode(Int.self, forKey: .skipped)
+            tally.duplicates = try container.decode(Int.self, forKey: .duplicates)
+            tally.failed = try container.decode(Int.self, forKey: .failed)
+            tally.failures = try container.decode([String: Int].self, forKey: .failures)
+            tally.invalid = try container.decode(Int.self, forKey: .invalidRows)
+            tally.filtered = try container.decode(Int.self, forKey: .filtered)
+            tally.optedOut = try container.decode(Int.self, forKey: .optedOut)
+            tally.disallowed = try container.decode(Int.self, forKey: .disallowed)
+            tally.bytes = try container.decode(Int64.self, forKey: .bytes)
+            tally.cacheHits = try container.decode(Int.self, forKey: .cacheHits)
+            tally.hasTransientFailures = try container.decode(Bool.self, forKey: .hasTransientFailures)
+            seconds = try container.decode(Double.self, forKey: .seconds)
+            shards = try container.decodeIfPresent(Int.self, forKey: .shards)
+            shardsWritten = try container.decodeIfPresent(Int.self, forKey: .shardsWritten)
+            tableRows = try container.decodeIfPresent(Int.self, forKey: .tableRows)
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(total, forKey: .total)
+            try container.encode(tally.saved, forKey: .saved)
+            try container.encode(tally.alreadySaved, forKey: .skipped)
+            try container.encode(tally.duplicates, forKey: .duplicates)
+            try container.encode(tally.failed, forKey: .failed)
+            try container.encode(tally.failures, forKey: .failures)
+            try container.encode(tally.invalid, forKey: .invalidRows)
+            try container.encode(tally.filtered, forKey: .filtered)
+            try container.encode(tally.optedOut, forKey: .optedOut)
+            try container.encode(tally.disallowed, forKey: .disallowed)
+            try container.encode(tally.bytes, forKey: .bytes)
+            try container.encode(tally.cacheHits, forKey: .cacheHits)
+            try container.encode(tally.hasTransientFailures, forKey: .hasTransientFailures)
+            try container.encode(seconds, forKey: .seconds)
+            try container.encodeIfPresent(shards, forKey: .shards)
+            try container.encodeIfPresent(shardsWritten, forKey: .shardsWritten)
+            try container.encodeIfPresent(tableRows, forKey: .tableRows)
+        }
     }
 
     /// Progress of a run.
@@ -61,13 +90,8 @@ extension URLListJob.Summary {
     /// The counts of a pipeline run; where the shards stand and the wall time are the job's to add.
     init(tally: Pipeline.Tally) {
         self.init()
+        self.tally = tally
         total = tally.saved + tally.alreadySaved + tally.duplicates + tally.failed + tally.filtered + tally.skipped
             + tally.optedOut + tally.disallowed
-        invalidRows = tally.invalid
-        saved = tally.saved
-        skipped = tally.alreadySaved
-        (duplicates, failed, failures) = (tally.duplicates, tally.failed, tally.failures)
-        (filtered, optedOut, disallowed) = (tally.filtered, tally.optedOut, tally.disallowed)
-        (bytes, cacheHits, hasTransientFailures) = (tally.bytes, tally.cacheHits, tally.hasTransientFailures)
     }
 }

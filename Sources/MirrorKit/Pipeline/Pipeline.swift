@@ -82,35 +82,9 @@ public struct Pipeline: Sendable {
         case notice(String)
     }
 
-    /// What a run counted.
-    public struct Tally: Sendable, Hashable {
-        /// Images the sink published.
-        public var saved = 0
-        /// Candidates the sink already held.
-        public var alreadySaved = 0
-        /// Candidates whose URL came up earlier in this run, or whose bytes the sink already held.
-        public var duplicates = 0
-        /// Valid images the filter turned away.
-        public var filtered = 0
-        /// Rows of the source that gave no URL.
-        public var invalid = 0
-        /// Images whose `X-Robots-Tag` opted them out.
-        public var optedOut = 0
-        /// URLs their host's robots.txt disallows.
-        public var disallowed = 0
-        /// Candidates passed over because they failed for good on an earlier run.
-        public var skipped = 0
-        /// Downloads that gave no image.
-        public var failed = 0
-        /// Failures by reason (`http-404`, `truncated`, `filesystem`, …).
-        public var failures: [String: Int] = [:]
-        /// Bytes of the images published.
-        public var bytes: Int64 = 0
-        /// Published images served from the cache.
-        public var cacheHits = 0
-        /// Whether any failure may succeed on a later run (network, server, disk).
-        public var hasTransientFailures = false
-    }
+    /// What a run counted (the one ``MirrorStorage/Tally`` that shard stats, `mirror status` and the jobs' summaries
+    /// count in too).
+    public typealias Tally = MirrorStorage.Tally
 
     /// How a run ended.
     public struct Report: Sendable {
@@ -256,8 +230,7 @@ extension Pipeline {
 
         /// Counts and reports a row that gives no URL.
         func settle(_ row: BadRow) {
-            tally.withLock { $0.invalid += 1 }
-            sink.settle(url: nil, provenance: row.provenance, as: .invalid(row.reason))
+            settle(url: nil, provenance: row.provenance, as: .invalid(row.reason))
             onEvent(.invalid(row))
         }
 
@@ -270,8 +243,7 @@ extension Pipeline {
                 return false
             }
             if !source.yieldsDistinctURLs, !seen.insert(key) {
-                tally.withLock { $0.duplicates += 1 }
-                sink.settle(url: candidate.url, provenance: candidate.provenance, as: .duplicate(of: nil))
+                settle(candidate, as: .duplicate(of: nil))
                 onEvent(.duplicate(candidate, of: nil))
                 return false
             }
@@ -280,8 +252,7 @@ extension Pipeline {
                 return false
             }
             if let reason = pipeline.earlyRejection(candidate) {
-                tally.withLock { $0.filtered += 1 }
-                sink.settle(url: candidate.url, provenance: candidate.provenance, as: .filtered(reason))
+                settle(candidate, as: .filtered(reason))
                 onEvent(.filtered(candidate, reason))
                 return false
             }
@@ -382,20 +353,16 @@ extension Pipeline {
             case let .failure(.optedOut(directive)):
                 refuse(candidate, reason: "opted_out", message: "X-Robots-Tag: \(directive)")
             case let .failure(.filtered(reason)):
-                tally.withLock { $0.filtered += 1 }
-                sink.settle(url: candidate.url, provenance: candidate.provenance, as: .filtered(reason))
+                settle(candidate, as: .filtered(reason))
                 onEvent(.filtered(candidate, reason))
             case let .failure(error):
+                let outcome = SettledOutcome.failed(reason: error.reasonKey, message: error.description, isTransient: error.isTransient)
                 if case let .filesystem(fileError) = error, fileError.isFatal {
                     // The sink cannot take the image: no other image will fare better, so the run stops.
                     stop(fileError)
+                    tally.withLock { $0.count(outcome) }
                 } else {
-                    sink.settle(url: candidate.url, provenance: candidate.provenance, as: .failed(reason: error.reasonKey, message: error.description, isTransient: error.isTransient))
-                }
-                tally.withLock {
-                    $0.failed += 1
-                    $0.failures[error.reasonKey, default: 0] += 1
-                    if error.isTransient { $0.hasTransientFailures = true }
+                    settle(candidate, as: outcome)
                 }
                 onEvent(.failed(candidate, error))
             case let .success(image):
@@ -403,11 +370,7 @@ extension Pipeline {
                 do throws(ImageTransform.Failure) {
                     return .publish(try transform.apply(to: image, validator: ImageValidator()))
                 } catch {
-                    tally.withLock {
-                        $0.failed += 1
-                        $0.failures["resize", default: 0] += 1
-                    }
-                    sink.settle(url: candidate.url, provenance: candidate.provenance, as: .failed(reason: "resize", message: error.description, isTransient: false))
+                    settle(candidate, as: .failed(reason: "resize", message: error.description, isTransient: false))
                     onEvent(.notice("\(error.description): \(candidate.url.absoluteString)"))
                 }
             }
@@ -433,29 +396,31 @@ extension Pipeline {
                 }
                 return true
             case let .duplicate(existing):
-                tally.withLock { $0.duplicates += 1 }
-                sink.settle(url: candidate.url, provenance: candidate.provenance, as: .duplicate(of: existing))
+                settle(candidate, as: .duplicate(of: existing))
                 onEvent(.duplicate(candidate, of: existing))
             case .notAdmitted:
                 return true
             case let .failed(error):
                 stop(error)
-                tally.withLock {
-                    $0.failed += 1
-                    $0.failures["filesystem", default: 0] += 1
-                    $0.hasTransientFailures = true
-                }
+                tally.withLock { $0.count(.failed(reason: "filesystem", message: error.description, isTransient: true)) }
                 onEvent(.failed(candidate, .filesystem(error)))
             }
             return false
         }
 
+        /// Counts how a candidate or row ended without an image, and tells the sink.
+        private func settle(url: URL?, provenance: ImageProvenance, as outcome: SettledOutcome) {
+            tally.withLock { $0.count(outcome) }
+            sink.settle(url: url, provenance: provenance, as: outcome)
+        }
+
+        private func settle(_ candidate: Candidate, as outcome: SettledOutcome) {
+            settle(url: candidate.url, provenance: candidate.provenance, as: outcome)
+        }
+
         /// Counts and reports a candidate its host or its response refuses.
         private func refuse(_ candidate: Candidate, reason: String, message: String) {
-            tally.withLock {
-                if reason == "disallowed" { $0.disallowed += 1 } else { $0.optedOut += 1 }
-            }
-            sink.settle(url: candidate.url, provenance: candidate.provenance, as: .refused(reason: reason, message: message))
+            settle(candidate, as: .refused(reason: reason, message: message))
             onEvent(.refused(candidate, reason: reason, message: message))
         }
 

@@ -74,13 +74,13 @@ struct Status: AsyncParsableCommand {
         if !status.shardsIncomplete.isEmpty { shards += ", \(status.shardsIncomplete.count) incomplete (\(ranges(status.shardsIncomplete)))" }
         lines.append("  shards      " + shards)
         lines.append("  rows        " + number(status.rows))
-        lines.append("  saved       " + number(status.saved) + "  (" + ByteCountFormatter.string(fromByteCount: status.bytes, countStyle: .file) + ")")
-        var failed = number(status.failed)
-        if !status.failures.isEmpty {
-            failed += "  (" + status.failures.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.map { "\($0.key) \(number($0.value))" }.joined(separator: ", ") + ")"
+        lines.append("  saved       " + number(status.tally.saved) + "  (" + ByteCountFormatter.string(fromByteCount: status.tally.bytes, countStyle: .file) + ")")
+        var failed = number(status.tally.failed)
+        if !status.tally.failures.isEmpty {
+            failed += "  (" + status.tally.failures.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.map { "\($0.key) \(number($0.value))" }.joined(separator: ", ") + ")"
         }
         lines.append("  failed      " + failed)
-        for (label, value) in [("bad rows", status.invalid), ("duplicates", status.duplicates), ("filtered", status.filtered), ("opted out", status.optedOut), ("disallowed", status.disallowed)] where value > 0 {
+        for (label, value) in [("bad rows", status.tally.invalid), ("duplicates", status.tally.duplicates), ("filtered", status.tally.filtered), ("opted out", status.tally.optedOut), ("disallowed", status.tally.disallowed)] where value > 0 {
             lines.append("  " + label.padding(toLength: 12, withPad: " ", startingAt: 0) + number(value))
         }
         if let rate = status.imagesPerSecond, let started = status.started, let finished = status.finished {

@@ -147,19 +147,19 @@ struct Urls: AsyncParsableCommand {
             }
         }
         guard !outputOptions.quiet else { return }
-        var line = "\(summary.saved) saved, \(summary.skipped) already there, \(summary.duplicates) duplicates, \(summary.failed) failed"
-        if summary.invalidRows > 0 { line += ", \(summary.invalidRows) bad rows" }
-        if summary.filtered > 0 { line += ", \(summary.filtered) filtered" }
-        if summary.optedOut > 0 { line += ", \(summary.optedOut) opted out" }
-        if summary.disallowed > 0 { line += ", \(summary.disallowed) disallowed by robots.txt" }
-        if !summary.failures.isEmpty {
-            line += " (" + summary.failures.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")"
+        var line = "\(summary.tally.saved) saved, \(summary.tally.alreadySaved) already there, \(summary.tally.duplicates) duplicates, \(summary.tally.failed) failed"
+        if summary.tally.invalid > 0 { line += ", \(summary.tally.invalid) bad rows" }
+        if summary.tally.filtered > 0 { line += ", \(summary.tally.filtered) filtered" }
+        if summary.tally.optedOut > 0 { line += ", \(summary.tally.optedOut) opted out" }
+        if summary.tally.disallowed > 0 { line += ", \(summary.tally.disallowed) disallowed by robots.txt" }
+        if !summary.tally.failures.isEmpty {
+            line += " (" + summary.tally.failures.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")"
         }
         if let shards = summary.shards {
             line += "; \(summary.shardsWritten ?? 0) shards written, \(shards) complete"
         }
         if let rows = summary.tableRows, rows > 0 {
-            line += String(format: "; this copy took %d of %d rows (%.1f%%)", summary.total + summary.invalidRows, rows, 100 * Double(summary.total + summary.invalidRows) / Double(rows))
+            line += String(format: "; this copy took %d of %d rows (%.1f%%)", summary.total + summary.tally.invalid, rows, 100 * Double(summary.total + summary.tally.invalid) / Double(rows))
         }
         line += String(format: " in %.1fs", summary.seconds)
         if interrupted { line += "; interrupted: run again to continue" }
@@ -168,7 +168,7 @@ struct Urls: AsyncParsableCommand {
 
     private func exitStatus(for summary: URLListJob.Summary, interrupted: Bool) -> ExitStatus {
         if interrupted { return .interrupted }
-        if summary.failed == 0 { return summary.invalidRows == 0 ? .success : .exhausted }
-        return summary.hasTransientFailures ? .unavailable : .exhausted
+        if summary.tally.failed == 0 { return summary.tally.invalid == 0 ? .success : .exhausted }
+        return summary.tally.hasTransientFailures ? .unavailable : .exhausted
     }
 }

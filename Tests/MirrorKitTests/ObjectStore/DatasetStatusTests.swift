@@ -29,8 +29,8 @@ struct DatasetStatusTests {
             "00003.tar": Data(), "00000.tar": Data(), "00002.tar": Data(), "notes.txt": Data(),
         ]
         let status = try DatasetStatus(names: Array(files.keys)) { files[$0]! }
-        #expect(status.rows == 20 && status.saved == 17 && status.failed == 3 && status.failures == ["http-404": 3])
-        #expect(status.bytes == 1_700 && status.shardsDone == 2)
+        #expect(status.rows == 20 && status.tally.saved == 17 && status.tally.failed == 3 && status.tally.failures == ["http-404": 3])
+        #expect(status.tally.bytes == 1_700 && status.shardsDone == 2)
         #expect(status.shardsMissing == [1] && status.shardsIncomplete == [3])
         #expect(status.imagesPerSecond == 17.0 / 20)
     }

@@ -156,9 +156,9 @@ struct OutputFolderTests {
         let summary = try await URLListJob(configuration: configuration).run(try urlTable(lines))
 
         // Then exactly the good images are saved, each valid, and nothing else is left
-        #expect(summary.saved == 1800)
-        #expect(summary.failed == 200)
-        #expect(summary.failures == ["http-404": 50, "not-image-html": 50, "truncated": 50, "http-500": 50])
+        #expect(summary.tally.saved == 1800)
+        #expect(summary.tally.failed == 200)
+        #expect(summary.tally.failures == ["http-404": 50, "not-image-html": 50, "truncated": 50, "http-500": 50])
         let records = ManifestRecord.read(from: directory.url.appendingPathComponent("manifest.jsonl"))
         #expect(Set(records.map(\.sha256)) == good)
         let validator = ImageValidator()
@@ -173,8 +173,8 @@ struct OutputFolderTests {
         // And a second run downloads no image again
         server.resetCounters()
         let again = try await URLListJob(configuration: configuration).run(try urlTable(lines))
-        #expect(again.saved == 0)
-        #expect(again.skipped == 1800)
+        #expect(again.tally.saved == 0)
+        #expect(again.tally.alreadySaved == 1800)
         #expect(server.requests.filter { $0.path != "/robots.txt" }.allSatisfy { request in
             let index = Int(request.path.dropFirst(5).dropLast(4)) ?? -1
             return index % 10 == 0
@@ -201,7 +201,7 @@ struct OutputFolderTests {
         let summary = try await URLListJob(configuration: configuration).run(try urlTable(lines))
 
         // Then all are saved, and the cache was swept back under its limit at the end
-        #expect(summary.saved == 40)
+        #expect(summary.tally.saved == 40)
         #expect(cache.stats().bytes <= 70_000)
         #expect(cache.stats().entries > 0)
     }

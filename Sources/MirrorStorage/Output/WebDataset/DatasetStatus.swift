@@ -3,16 +3,10 @@ import MirrorCore
 
 /// The sum of a dataset's shard stats — what `mirror status` prints: every copy's shards, merged by adding them up.
 public struct DatasetStatus: Sendable, Hashable, Encodable {
+    /// Rows of the table in the shards whose stats exist.
     public var rows = 0
-    public var saved = 0
-    public var failed = 0
-    public var failures: [String: Int] = [:]
-    public var invalid = 0
-    public var duplicates = 0
-    public var filtered = 0
-    public var optedOut = 0
-    public var disallowed = 0
-    public var bytes: Int64 = 0
+    /// How they ended: the shards' tallies added up.
+    public var tally = Tally()
     /// Shards whose stats exist.
     public var shardsDone = 0
     /// Shard numbers below the highest one seen that have no stats (not run, still running, or killed).
@@ -27,6 +21,27 @@ public struct DatasetStatus: Sendable, Hashable, Encodable {
         case rows, saved, failed, failures, invalid, duplicates, filtered, bytes, started, finished
         case optedOut = "opted_out", disallowed, shardsDone = "shards_done", shardsMissing = "shards_missing"
         case shardsIncomplete = "shards_incomplete", imagesPerSecond = "images_per_second"
+    }
+
+    /// `mirror status --json`: the tally's counts beside the rows and the shards, flat, as the stats files name them.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(rows, forKey: .rows)
+        try container.encode(tally.saved, forKey: .saved)
+        try container.encode(tally.failed, forKey: .failed)
+        try container.encode(tally.failures, forKey: .failures)
+        try container.encode(tally.invalid, forKey: .invalid)
+        try container.encode(tally.duplicates, forKey: .duplicates)
+        try container.encode(tally.filtered, forKey: .filtered)
+        try container.encode(tally.optedOut, forKey: .optedOut)
+        try container.encode(tally.disallowed, forKey: .disallowed)
+        try container.encode(tally.bytes, forKey: .bytes)
+        try container.encode(shardsDone, forKey: .shardsDone)
+        try container.encode(shardsMissing, forKey: .shardsMissing)
+        try container.encode(shardsIncomplete, forKey: .shardsIncomplete)
+        try container.encodeIfPresent(started, forKey: .started)
+        try container.encodeIfPresent(finished, forKey: .finished)
+        try container.encodeIfPresent(imagesPerSecond, forKey: .imagesPerSecond)
     }
 
     public init() {}
@@ -65,7 +80,7 @@ public struct DatasetStatus: Sendable, Hashable, Encodable {
         shardsMissing.sort()
         shardsIncomplete = seen.subtracting(done).sorted()
         if let started, let finished, finished > started {
-            imagesPerSecond = Double(saved) / (finished - started)
+            imagesPerSecond = Double(tally.saved) / (finished - started)
         }
     }
 
@@ -76,19 +91,8 @@ public struct DatasetStatus: Sendable, Hashable, Encodable {
     }
 
     private mutating func add(_ object: [String: Any]) {
-        func int(_ key: String) -> Int { (object[key] as? NSNumber)?.intValue ?? 0 }
-        rows += int("rows")
-        saved += int("saved")
-        failed += int("failed")
-        invalid += int("invalid")
-        duplicates += int("duplicates")
-        filtered += int("filtered")
-        optedOut += int("opted_out")
-        disallowed += int("disallowed")
-        bytes += (object["bytes"] as? NSNumber)?.int64Value ?? 0
-        for (reason, count) in object["failures"] as? [String: Any] ?? [:] {
-            failures[reason, default: 0] += (count as? NSNumber)?.intValue ?? 0
-        }
+        rows += (object["rows"] as? NSNumber)?.intValue ?? 0
+        tally += Tally(stats: object)
         if let start = (object["started"] as? NSNumber)?.doubleValue, start > 0 { started = min(started ?? start, start) }
         if let end = (object["finished"] as? NSNumber)?.doubleValue, end > 0 { finished = max(finished ?? end, end) }
     }

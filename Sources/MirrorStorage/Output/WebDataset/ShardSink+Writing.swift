@@ -65,11 +65,11 @@ extension ShardSink {
                 if let caption = record.caption {
                     try tar.add(key + ".txt", contents: Data(caption.utf8), modified: image.fetchedAt)
                 }
-                stats.saved += 1
-                stats.bytes += record.bytes
+                stats.tally.saved += 1
+                stats.tally.bytes += record.bytes
                 lines.append(ShardRecordLine.saved(json))
             case let .settled(url, provenance, outcome):
-                stats.count(outcome)
+                stats.tally.count(outcome)
                 lines.append(ShardRecordLine.settled(url: url, provenance: provenance, outcome: outcome))
             }
         }
@@ -89,6 +89,6 @@ extension ShardSink {
             if sync { try AtomicFile.syncDirectory(directory) }
         }
         for case let .saved(image, _) in shard.rows.values { AtomicFile.remove(image.temporaryFile) }
-        return stats.saved
+        return stats.tally.saved
     }
 }
