@@ -16,9 +16,7 @@ struct ImageCodecsTests {
     private let validator = ImageValidator()
 
     /// The sample files of MirrorImagesTests (`Samples/make-samples.sh` says how each was made).
-    private static let samples = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("MirrorImagesTests/Samples")
+    private static let samples = PackageRoot.url.appendingPathComponent("Tests/MirrorImagesTests/Samples")
 
     private func image(_ data: Data) throws -> VerifiedImage {
         try folder.verifiedImage(data, validator: validator)
@@ -175,71 +173,5 @@ struct ImageCodecsTests {
 
         // Then the codecs refuse it with a reason, and so does the whole transform
         #expect(throws: ImageTransform.Failure.self) { try transform.transform(broken, format: .png) }
-    }
-}
-
-/// Pixels in and out of the codecs, for checking what a transform wrote.
-enum TestPixels {
-    struct Pixels {
-        var width: Int, height: Int, channels: Int
-        var data: [UInt8]
-        func pixel(_ x: Int, _ y: Int) -> [UInt8] { Array(data[(y * width + x) * channels..<(y * width + x + 1) * channels]) }
-        func rgb(_ x: Int, _ y: Int) -> [UInt8] { Array(pixel(x, y).prefix(3)) }
-    }
-
-    /// A PNG of RGB or RGBA pixels from `color(x, y)` (RGBA; alpha dropped for 3 channels).
-    static func png(width: Int, height: Int, channels: Int, color: (Int, Int) -> [UInt8]) -> Data {
-        var pixels = [UInt8]()
-        for y in 0..<height { for x in 0..<width { pixels += color(x, y).prefix(channels) } }
-        var image = png_image()
-        image.version = UInt32(PNG_IMAGE_VERSION)
-        image.width = UInt32(width)
-        image.height = UInt32(height)
-        image.format = UInt32(channels == 4 ? PNG_FORMAT_FLAG_COLOR | PNG_FORMAT_FLAG_ALPHA : PNG_FORMAT_FLAG_COLOR)
-        var size = 0
-        _ = png_image_write_to_memory(&image, nil, &size, 0, pixels, 0, nil)
-        var data = Data(count: size)
-        data.withUnsafeMutableBytes { _ = png_image_write_to_memory(&image, $0.baseAddress, &size, 0, pixels, 0, nil) }
-        png_image_free(&image)
-        return data.prefix(size)
-    }
-
-    /// A JPEG (quality 95) of RGB pixels from `color(x, y)`.
-    static func jpeg(width: Int, height: Int, subsampling: TJSAMP = TJSAMP_444, color: (Int, Int) -> [UInt8]) -> Data? {
-        var pixels = [UInt8]()
-        for y in 0..<height { for x in 0..<width { pixels += color(x, y) } }
-        guard let handle = tjInitCompress() else { return nil }
-        defer { tjDestroy(handle) }
-        var buffer: UnsafeMutablePointer<UInt8>?
-        var size: UInt = 0
-        guard tjCompress2(handle, pixels, Int32(width), 0, Int32(height), Int32(TJPF_RGB.rawValue), &buffer, &size, Int32(subsampling.rawValue), 95, 0) == 0,
-              let buffer else { return nil }
-        defer { tjFree(buffer) }
-        return Data(bytes: buffer, count: Int(size))
-    }
-
-    static func decodeJPEG(_ data: Data) -> Pixels? {
-        guard let handle = tjInitDecompress() else { return nil }
-        defer { tjDestroy(handle) }
-        return data.withUnsafeBytes { bytes -> Pixels? in
-            let input = bytes.bindMemory(to: UInt8.self).baseAddress
-            var width: Int32 = 0, height: Int32 = 0, subsampling: Int32 = 0, colorspace: Int32 = 0
-            guard tjDecompressHeader3(handle, input, UInt(bytes.count), &width, &height, &subsampling, &colorspace) == 0 else { return nil }
-            var pixels = [UInt8](repeating: 0, count: Int(width * height * 3))
-            guard tjDecompress2(handle, input, UInt(bytes.count), &pixels, width, 0, height, Int32(TJPF_RGB.rawValue), 0) == 0 else { return nil }
-            return Pixels(width: Int(width), height: Int(height), channels: 3, data: pixels)
-        }
-    }
-
-    static func decodePNG(_ data: Data) -> Pixels? {
-        var image = png_image()
-        image.version = UInt32(PNG_IMAGE_VERSION)
-        let begun = data.withUnsafeBytes { png_image_begin_read_from_memory(&image, $0.baseAddress, $0.count) }
-        guard begun != 0 else { return nil }
-        let channels = image.format & UInt32(PNG_FORMAT_FLAG_ALPHA) != 0 ? 4 : 3
-        image.format = UInt32(channels == 4 ? PNG_FORMAT_FLAG_COLOR | PNG_FORMAT_FLAG_ALPHA : PNG_FORMAT_FLAG_COLOR)
-        var pixels = [UInt8](repeating: 0, count: Int(image.width * image.height) * channels)
-        guard png_image_finish_read(&image, nil, &pixels, 0, nil) != 0 else { return nil }
-        return Pixels(width: Int(image.width), height: Int(image.height), channels: channels, data: pixels)
     }
 }

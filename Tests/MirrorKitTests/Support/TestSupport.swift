@@ -82,3 +82,11 @@ extension Result {
     var success: Success? { if case let .success(value) = self { value } else { nil } }
     var failure: Failure? { if case let .failure(error) = self { error } else { nil } }
 }
+
+/// A text table of `lines` (one URL each), written to a temporary file and opened as a pipeline source.
+func urlTable(_ lines: [String]) throws -> TableSource {
+    let file = FileManager.default.temporaryDirectory.appendingPathComponent("mirror-table-\(UUID().uuidString).txt")
+    try lines.joined(separator: "\n").write(to: file, atomically: true, encoding: .utf8)
+    defer { try? FileManager.default.removeItem(at: file) }  // the reader keeps its descriptor open
+    return TableSource(try TableReader(path: file.path))
+}

@@ -86,9 +86,7 @@ struct ManifestRecordTests {
 
     @Test func theREADMEDocumentsEveryField() throws {
         // Given the README at the package root
-        let readme = URL(fileURLWithPath: #filePath)
-            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("README.md")
+        let readme = PackageRoot.url.appendingPathComponent("README.md")
         let text = try String(contentsOf: readme, encoding: .utf8)
 
         // Then its manifest table has one row per field, in schema order, with the field's type

@@ -1,0 +1,144 @@
+import Crypto
+import Foundation
+@testable import MirrorCore
+@testable import MirrorFetch
+import MirrorImages
+@testable import MirrorKit
+@testable import MirrorSearch
+@testable import MirrorStorage
+import MirrorTestSupport
+import MirrorTransport
+import Testing
+
+// The stubs behind the seams, shared by every suite: a scripted source, a stub transport and an in-memory sink.
+
+/// A scripted ``CandidateSource``: the candidates given, then nil (or a thrown error).
+final class ScriptedSource: CandidateSource {
+    private let candidates: Locked<[Candidate]>
+    private let failure: (any Error & Sendable)?
+    let asked = Locked(0)
+    let notified = Locked<[URL]>([])
+
+    init(_ urls: [URL], failingAtEndWith failure: (any Error & Sendable)? = nil) {
+        candidates = Locked(urls.map { Candidate(url: $0, stem: $0.deletingPathExtension().lastPathComponent) })
+        self.failure = failure
+    }
+
+    func next() async throws -> SourceItem? {
+        asked.withLock { $0 += 1 }
+        if let next = candidates.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) { return .candidate(next) }
+        if let failure { throw failure }
+        return nil
+    }
+
+    func saveNotification(for candidate: Candidate) -> (@Sendable () async -> String?)? {
+        { [notified] in
+            notified.withLock { $0.append(candidate.url) }
+            return nil
+        }
+    }
+}
+
+/// A stub ``HTTPLoading``: answers each URL from a script on a background queue, writing 2xx bodies to the
+/// request's sink as the real driver does; `.hang` answers only when cancelled.
+final class StubLoader: HTTPLoading {
+    enum Answer: Sendable {
+        case body(Data)
+        case status(Int)
+        case hang
+    }
+
+    private let script: @Sendable (URL) -> Answer
+    let requests = Locked<[URL]>([])
+    private let hanging = Locked<[Int: @Sendable (Result<HTTPResponse, TransportError>) -> Void]>([:])
+    private let nextID = Locked(0)
+
+    init(_ script: @escaping @Sendable (URL) -> Answer) {
+        self.script = script
+    }
+
+    private struct Handle: Cancellable {
+        let cancelBody: @Sendable () -> Void
+        func cancel() { cancelBody() }
+    }
+
+    func load(_ request: TransferRequest, completion: @escaping @Sendable (Result<HTTPResponse, TransportError>) -> Void) -> any Cancellable {
+        requests.withLock { $0.append(request.url) }
+        let answer = script(request.url)
+        let id = nextID.withLock { $0 += 1; return $0 }
+        if case .hang = answer {
+            hanging.withLock { $0[id] = completion }
+        } else {
+            DispatchQueue.global().async {
+                switch answer {
+                case let .body(data):
+                    if case let .sink(sink) = request.destination {
+                        do {
+                            try data.withUnsafeBytes { try sink.write($0) }
+                        } catch {
+                            completion(.failure(.destinationFailed("stub")))
+                            return
+                        }
+                    }
+                    completion(.success(HTTPResponse(status: 200, effectiveURL: request.url, bytesReceived: Int64(data.count))))
+                case let .status(status):
+                    completion(.success(HTTPResponse(status: status, effectiveURL: request.url)))
+                case .hang:
+                    break
+                }
+            }
+        }
+        return Handle { [hanging] in
+            hanging.withLock { $0.removeValue(forKey: id) }?(.failure(.cancelled))
+        }
+    }
+}
+
+/// An in-memory ``ImageSink``: keeps published bytes in a dictionary, refuses repeated bytes, admits up to a limit,
+/// and can be told to fail every publication (a full disk).
+final class MemorySink: ImageSink {
+    let stagingDirectory: URL
+    private let limit: Int?
+    private let failing: Bool
+    let held = Locked<[String: Data]>([:])  // sha256 → bytes
+    let urls = Locked<Set<String>>([])
+
+    init(directory: URL, limit: Int? = nil, preloaded: [URL] = [], failing: Bool = false) {
+        stagingDirectory = directory
+        self.limit = limit
+        self.failing = failing
+        urls.withLock { $0 = Set(preloaded.map { CacheKey(url: $0).normalizedURL }) }
+    }
+
+    func contains(normalizedURL: String, provenance: ImageProvenance) -> Bool {
+        urls.withLock { $0.contains(normalizedURL) }
+    }
+
+    func publish(_ image: VerifiedImage, stem: String, provenance: ImageProvenance, completion: @escaping @Sendable (PublishOutcome) -> Void) {
+        completion(store(image, stem: stem, provenance: provenance))
+    }
+
+    private func store(_ image: VerifiedImage, stem: String, provenance: ImageProvenance) -> PublishOutcome {
+        defer { AtomicFile.remove(image.temporaryFile) }
+        if failing { return .failed(FileError(operation: "write", path: stagingDirectory.path, code: ENOSPC)) }
+        let data = (try? Data(contentsOf: image.temporaryFile)) ?? Data()
+        return held.withLock { held in
+            if held[image.sha256] != nil { return .duplicate(of: image.sha256) }
+            if let limit, held.count >= limit { return .notAdmitted }
+            held[image.sha256] = data
+            urls.withLock { _ = $0.insert(CacheKey(url: image.url).normalizedURL) }
+            return .saved(ManifestRecord(file: stem, image: image, provenance: provenance))
+        }
+    }
+
+    /// How each candidate that published nothing ended, by URL (a bad row by `row KEY`).
+    let settled = Locked<[String: SettledOutcome]>([:])
+
+    func settle(url: URL?, provenance: ImageProvenance, as outcome: SettledOutcome) {
+        settled.withLock { $0[url?.absoluteString ?? "row " + (provenance.key ?? "?")] = outcome }
+    }
+
+    var publishedCount: Int { held.withLock { $0.count } }
+
+    func drain() async {}
+}
