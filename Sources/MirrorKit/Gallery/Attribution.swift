@@ -1,6 +1,5 @@
 import Foundation
 import MirrorCore
-import MirrorFetch
 import MirrorSearch
 import MirrorStorage
 

@@ -1,5 +1,6 @@
 import MirrorCore
 import MirrorStorage
+
 /// What a ``SearchFeed`` has done so far: pages, requests, cache hits, and how each provider fared.
 public struct SearchStatistics: Sendable, Hashable {
     /// Pages that arrived, from the network or a cache.

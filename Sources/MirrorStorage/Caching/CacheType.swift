@@ -1,4 +1,4 @@
-import MirrorCore
+
 /// Where a cache lookup found its value — or where a downloaded image came from — so the CLI can report hits.
 public enum CacheType: String, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
     /// Not cached, or caching is off: the value came from the network.

@@ -32,9 +32,7 @@ struct Status: AsyncParsableCommand {
             throw code.exitCode
         }
         if json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys]
-            FileHandle.standardOutput.write(try encoder.encode(status) + Data("\n".utf8))
+            FileHandle.standardOutput.write(status.json() + Data("\n".utf8))
         } else {
             print(Self.table(status, target: target))
         }

@@ -1,7 +1,6 @@
 import CompressNIO
 import Foundation
 import MirrorCore
-import MirrorFetch
 import MirrorSearch
 import MirrorStorage
 import NIOCore

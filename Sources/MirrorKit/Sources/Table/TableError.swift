@@ -1,7 +1,7 @@
-import MirrorCore
 import MirrorStorage
 import MirrorFetch
 import MirrorSearch
+
 /// Why a table cannot be read at all (a bad row is not an error: it is counted and reported, and the run goes on).
 public enum TableError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The file cannot be opened or read, or its gzip data is corrupt.

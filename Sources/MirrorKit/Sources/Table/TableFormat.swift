@@ -2,6 +2,7 @@ import MirrorCore
 import MirrorStorage
 import MirrorFetch
 import MirrorSearch
+
 /// How a table of URLs is written: by its name's extension (before any `.gz`), or as `--input-format` says.
 public enum TableFormat: String, Sendable, CaseIterable {
     /// One URL per line; blank lines and `#` comments are skipped; text after the URL on its line is ignored.

@@ -1,5 +1,5 @@
-import MirrorCore
 import MirrorStorage
+
 /// Overflow-checked arithmetic for cursors built from numbers an API sent.
 ///
 /// Page numbers, offsets and counts in a response body are untrusted: `"page": 9223372036854775807` made

@@ -1,5 +1,4 @@
 import Foundation
-import MirrorCore
 import MirrorStorage
 
 /// A parsed JSON value with lenient accessors, because image APIs mix types for the same field

@@ -2,7 +2,7 @@ import Foundation
 import MirrorCore
 
 /// The sum of a dataset's shard stats — what `mirror status` prints: every copy's shards, merged by adding them up.
-public struct DatasetStatus: Sendable, Hashable, Encodable {
+public struct DatasetStatus: Sendable, Hashable {
     /// Rows of the table in the shards whose stats exist.
     public var rows = 0
     /// How they ended: the shards' tallies added up.
@@ -17,31 +17,16 @@ public struct DatasetStatus: Sendable, Hashable, Encodable {
     public var started: Double?
     public var finished: Double?
 
-    enum CodingKeys: String, CodingKey {
-        case rows, saved, failed, failures, invalid, duplicates, filtered, bytes, started, finished
-        case optedOut = "opted_out", disallowed, shardsDone = "shards_done", shardsMissing = "shards_missing"
-        case shardsIncomplete = "shards_incomplete", imagesPerSecond = "images_per_second"
-    }
-
-    /// `mirror status --json`: the tally's counts beside the rows and the shards, flat, as the stats files name them.
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(rows, forKey: .rows)
-        try container.encode(tally.saved, forKey: .saved)
-        try container.encode(tally.failed, forKey: .failed)
-        try container.encode(tally.failures, forKey: .failures)
-        try container.encode(tally.invalid, forKey: .invalid)
-        try container.encode(tally.duplicates, forKey: .duplicates)
-        try container.encode(tally.filtered, forKey: .filtered)
-        try container.encode(tally.optedOut, forKey: .optedOut)
-        try container.encode(tally.disallowed, forKey: .disallowed)
-        try container.encode(tally.bytes, forKey: .bytes)
-        try container.encode(shardsDone, forKey: .shardsDone)
-        try container.encode(shardsMissing, forKey: .shardsMissing)
-        try container.encode(shardsIncomplete, forKey: .shardsIncomplete)
-        try container.encodeIfPresent(started, forKey: .started)
-        try container.encodeIfPresent(finished, forKey: .finished)
-        try container.encodeIfPresent(imagesPerSecond, forKey: .imagesPerSecond)
+    /// `mirror status --json`: the tally's counts named as the stats files name them, beside the rows and the shards.
+    public func json() -> Data {
+        var object = tally.statsFields
+        object.merge([
+            "rows": rows, "shards_done": shardsDone, "shards_missing": shardsMissing, "shards_incomplete": shardsIncomplete,
+        ]) { $1 }
+        if let started { object["started"] = started }
+        if let finished { object["finished"] = finished }
+        if let imagesPerSecond { object["images_per_second"] = imagesPerSecond }
+        return (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
     }
 
     public init() {}
