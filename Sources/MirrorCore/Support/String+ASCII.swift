@@ -3,10 +3,14 @@
 extension StringProtocol {
     /// The text without leading and trailing spaces and tabs (what `CharacterSet.whitespaces` trims on one line).
     package func trimmingSpaces() -> String {
-        let scalars = unicodeScalars
         // CharacterSet.whitespaces: the tab and the space separators (Zs).
-        let isSpace: (Unicode.Scalar) -> Bool = { $0 == " " || $0 == "\t" || $0.properties.generalCategory == .spaceSeparator }
-        guard let first = scalars.firstIndex(where: { !isSpace($0) }), let last = scalars.lastIndex(where: { !isSpace($0) }) else {
+        trimming { $0 == " " || $0 == "\t" || $0.properties.generalCategory == .spaceSeparator }
+    }
+
+    /// The text without the leading and trailing scalars `isEdge` accepts.
+    package func trimming(_ isEdge: (Unicode.Scalar) -> Bool) -> String {
+        let scalars = unicodeScalars
+        guard let first = scalars.firstIndex(where: { !isEdge($0) }), let last = scalars.lastIndex(where: { !isEdge($0) }) else {
             return ""
         }
         return String(String.UnicodeScalarView(scalars[first...last]))

@@ -16,8 +16,12 @@ struct DownloadContext: Sendable {
     package let threads: DispatchQueue
     /// Body buffers, reused from one transfer to the next (see ``HashingFileSink``).
     let buffers: BufferPool
-    /// Buffers that bodies too large to keep in memory while they arrived are read back into, to be validated.
-    let readBack = ReadBackBuffers()
+    /// Buffers that bodies too large to keep in memory while they arrived are read back into, to be validated: as
+    /// many as verifications ever ran at once (about one per core), each of ``readBackLimit`` bytes of which only
+    /// what the largest body read touched is resident.
+    let readBack = BufferPool(size: Self.readBackLimit)
+    /// The largest body read back; larger ones are validated from a mapping.
+    static let readBackLimit = 4 * 1024 * 1024
     /// The manager's observer, called synchronously on whichever thread the event happens; nil for none.
     let observer: (@Sendable (DownloadEvent) -> Void)?
 
@@ -57,18 +61,18 @@ struct DownloadContext: Sendable {
     /// tmpfs): mapping every file cost an `mmap`, page faults, and a `munmap` whose TLB shoot-down reached every core —
     /// 7 % of all samples, against 2 % for the copy.
     package func validate(_ file: AtomicFile.Temporary, count: Int64) throws -> ImageInfo {
-        guard count > 0, count <= ReadBackBuffers.maximumSize else { return try validator.validate(fileAt: file.url) }
+        guard count > 0, count <= Self.readBackLimit else { return try validator.validate(fileAt: file.url) }
         let size = Int(count)
-        let buffer = readBack.take(size)
+        let buffer = readBack.take()
         defer { readBack.give(buffer) }
         var done = 0
         while done < size {
-            let got = pread(file.descriptor, buffer.pointer + done, size - done, off_t(done))
+            let got = pread(file.descriptor, buffer + done, size - done, off_t(done))
             if got < 0, errno == EINTR { continue }
             guard got > 0 else { throw FileError(operation: "read back", path: file.url.path, code: got < 0 ? errno : EIO) }
             done += got
         }
-        return try validator.validate(bytes: UnsafeRawBufferPointer(start: buffer.pointer, count: size))
+        return try validator.validate(bytes: UnsafeRawBufferPointer(start: buffer, count: size))
     }
 
     func storeInCache(_ image: VerifiedImage) {
@@ -77,46 +81,3 @@ struct DownloadContext: Sendable {
     }
 }
 
-/// Growable byte buffers for reading bodies back, reused from one validation to the next (a fresh allocation of a few
-/// hundred kilobytes is a fresh mapping: page faults and zeroed pages per image). A few are kept, each at most
-/// ``maximumSize``; larger bodies are mapped instead. Thread-safe.
-final class ReadBackBuffers: Sendable {
-    /// The largest body read back; larger ones are validated from a mapping.
-    static let maximumSize: Int64 = 4 * 1024 * 1024
-    /// Buffers kept for reuse at most (verifications run on the download queue's threads, about one per core).
-    package static let kept = 4
-
-    struct Buffer: @unchecked Sendable {  // owned by one validation at a time, handed over under `free`'s lock
-        package let pointer: UnsafeMutableRawPointer
-        package let capacity: Int
-    }
-
-    private let free = Locked<[Buffer]>([])
-
-    deinit {
-        for buffer in free.withLock({ $0 }) { buffer.pointer.deallocate() }
-    }
-
-    /// A buffer of at least `size` bytes (contents undefined).
-    package func take(_ size: Int) -> Buffer {
-        let reused = free.withLock { free -> Buffer? in
-            guard let index = free.firstIndex(where: { $0.capacity >= size }) ?? free.indices.last else { return nil }
-            return free.remove(at: index)
-        }
-        if let reused, reused.capacity >= size { return reused }
-        reused?.pointer.deallocate()
-        // Round up to 256 KiB, so that a buffer grows a few times and then fits most bodies.
-        let capacity = (size + 0x3FFFF) & ~0x3FFFF
-        return Buffer(pointer: .allocate(byteCount: capacity, alignment: 64), capacity: capacity)
-    }
-
-    /// Returns a buffer from ``take(_:)``.
-    package func give(_ buffer: Buffer) {
-        let kept = free.withLock { free -> Bool in
-            guard free.count < Self.kept else { return false }
-            free.append(buffer)
-            return true
-        }
-        if !kept { buffer.pointer.deallocate() }
-    }
-}

@@ -20,8 +20,8 @@ struct ShardStats {
 
     /// The `saved` count of a stats file's contents, or `nil` when it is not a shard's stats.
     static func saved(in data: Data) -> Int? {
-        guard let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else { return nil }
-        return (object["saved"] as? NSNumber)?.intValue
+        guard let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any], object["saved"] != nil else { return nil }
+        return Tally(stats: object).saved
     }
 
     func json() -> Data {
