@@ -94,17 +94,24 @@ public enum AtomicFile {
     }
 
     /// Writes `data` as `destination`, replacing what is there: readers see the old file or the new one, whole
-    /// (temporary file beside it, then `rename(2)`). For derived files that are rewritten (a gallery page), not images.
-    public static func replaceFile(_ data: Data, at destination: URL) throws(FileError) {
-        let temporary = try makeTemporary(in: destination.deletingLastPathComponent())
+    /// (temporary file in `staging` or beside it, optional fsync, then `rename(2)`). For derived files that are
+    /// rewritten (a gallery page, a shard's records when failed rows are retried), not images.
+    public static func replaceFile(_ data: Data, at destination: URL, sync: Bool = false, staging: URL? = nil) throws(FileError) {
+        let temporary = try makeTemporary(in: staging ?? destination.deletingLastPathComponent())
         defer { close(temporary.descriptor) }
         do throws(FileError) {
             try writeAll(data, to: temporary.descriptor, path: destination.path)
-            if rename(temporary.url.path, destination.path) != 0 { throw FileError(operation: "save", path: destination.path, code: errno) }
+            if sync { try self.sync(temporary.descriptor, path: destination.path) }
+            try replace(destination, with: temporary.url)
         } catch {
             remove(temporary.url)
             throw error
         }
+    }
+
+    /// Moves a temporary file over `destination` (`rename(2)`: readers see the old file or the new one, whole).
+    public static func replace(_ destination: URL, with temporary: URL) throws(FileError) {
+        if rename(temporary.path, destination.path) != 0 { throw FileError(operation: "save", path: destination.path, code: errno) }
     }
 
     /// Deletes a file, ignoring a missing one.

@@ -27,7 +27,7 @@ struct Mirror: AsyncParsableCommand {
         signal(SIGXFSZ, SIG_IGN)
         MemoryPolicy.apply()
         // Defaults from the configuration file and MIRROR_* variables go in before the command line's own.
-        let arguments: [String]
+        var arguments: [String]
         do {
             arguments = try Settings.apply(to: Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment)
         } catch let problem as Settings.Problem {
@@ -37,6 +37,7 @@ struct Mirror: AsyncParsableCommand {
             printError("\(error)")
             Glibc.exit(ExitStatus.configuration.rawValue)
         }
+        arguments = Urls.normalizingRetryFailed(arguments)
         if let hint = searchHint(for: arguments) {
             printError(hint)
             Glibc.exit(ExitStatus.usage.rawValue)

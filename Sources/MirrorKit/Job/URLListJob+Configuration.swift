@@ -28,6 +28,9 @@ extension URLListJob {
         /// Object storage the WebDataset shards go to, or `nil` for ``directory``; ``directory`` is then the local
         /// state folder.
         public var objectStore: ObjectStoreDestination?
+        /// Which rows that failed on an earlier run are downloaded again, or `nil` (the default) for none: a rerun
+        /// then downloads nothing an earlier run settled, and reports the rows still missing.
+        public var retryFailed: RetryFailed?
 
         public init(directory: URL) {
             self.directory = directory

@@ -20,13 +20,22 @@ extension URLListJob {
         public var shardsWritten: Int?
         /// Rows of the table read, when this run is one copy of a sharded job (it reads them all and takes its share).
         public var tableRows: Int?
+        /// Complete shards written anew because a retried row gained a sample (`--retry-failed`), or `nil` for a folder.
+        public var shardsRewritten: Int?
+        /// Rows the output still lacks whose failure may pass on another try (`--retry-failed` downloads them again),
+        /// earlier runs' included.
+        public var missingTransient = 0
+        /// Rows the output lacks for good (404 and 410, not an image, too big; bad rows), earlier runs' included;
+        /// `--retry-failed all` tries the failed ones again.
+        public var missingPermanent = 0
 
         public init() {}
 
         /// The keys of `--json`, a contract: the tally's counts are named as they always were.
         enum CodingKeys: String, CodingKey {
             case total, saved, skipped, duplicates, failed, failures, invalidRows, filtered, optedOut, disallowed, bytes
-            case cacheHits, seconds, hasTransientFailures, shards, shardsWritten, tableRows
+            case cacheHits, seconds, hasTransientFailures, transientFailures, shards, shardsWritten, tableRows
+            case shardsRewritten, missingTransient, missingPermanent
         }
 
         public init(from decoder: any Decoder) throws {
@@ -43,11 +52,14 @@ extension URLListJob {
             tally.disallowed = try container.decode(Int.self, forKey: .disallowed)
             tally.bytes = try container.decode(Int64.self, forKey: .bytes)
             tally.cacheHits = try container.decode(Int.self, forKey: .cacheHits)
-            tally.hasTransientFailures = try container.decode(Bool.self, forKey: .hasTransientFailures)
+            tally.transient = try container.decodeIfPresent(Int.self, forKey: .transientFailures) ?? 0
             seconds = try container.decode(Double.self, forKey: .seconds)
             shards = try container.decodeIfPresent(Int.self, forKey: .shards)
             shardsWritten = try container.decodeIfPresent(Int.self, forKey: .shardsWritten)
             tableRows = try container.decodeIfPresent(Int.self, forKey: .tableRows)
+            shardsRewritten = try container.decodeIfPresent(Int.self, forKey: .shardsRewritten)
+            missingTransient = try container.decodeIfPresent(Int.self, forKey: .missingTransient) ?? 0
+            missingPermanent = try container.decodeIfPresent(Int.self, forKey: .missingPermanent) ?? 0
         }
 
         public func encode(to encoder: any Encoder) throws {
@@ -65,10 +77,14 @@ extension URLListJob {
             try container.encode(tally.bytes, forKey: .bytes)
             try container.encode(tally.cacheHits, forKey: .cacheHits)
             try container.encode(tally.hasTransientFailures, forKey: .hasTransientFailures)
+            try container.encode(tally.transient, forKey: .transientFailures)
             try container.encode(seconds, forKey: .seconds)
             try container.encodeIfPresent(shards, forKey: .shards)
             try container.encodeIfPresent(shardsWritten, forKey: .shardsWritten)
             try container.encodeIfPresent(tableRows, forKey: .tableRows)
+            try container.encodeIfPresent(shardsRewritten, forKey: .shardsRewritten)
+            try container.encode(missingTransient, forKey: .missingTransient)
+            try container.encode(missingPermanent, forKey: .missingPermanent)
         }
     }
 

@@ -30,17 +30,22 @@ public struct URLListJob: Sendable {
         let storeLoader = configuration.objectStore.map { _ in CurlMultiDriver() }
         defer { storeLoader?.shutdown() }
         let sink: any ImageSink
+        var failures: FailureMemory?
         switch configuration.format {
         case .folder:
-            sink = try FolderSink(folder: try OutputFolder(directory: configuration.directory), isSyncEnabled: configuration.isSyncEnabled)
+            let folder = try OutputFolder(directory: configuration.directory)
+            let memory = try FailureMemory(folder: folder, retry: configuration.retryFailed)
+            failures = memory
+            sink = try FolderSink(folder: folder, failures: memory.store, retried: memory.retried, isSyncEnabled: configuration.isSyncEnabled)
         case let .webDataset(shardSize):
             var shards = ShardSink.Configuration(directory: configuration.directory, shardSize: shardSize)
             shards.isSyncEnabled = configuration.isSyncEnabled
             shards.shard = configuration.shard
+            shards.retryFailed = configuration.retryFailed
             if let destination = configuration.objectStore, let storeLoader {
                 let client = S3Client(location: destination.location, configuration: destination.settings, loader: storeLoader)
                 let owned = shards
-                shards.store = try await S3ShardStore.open(client: client) { owned.owns($0) }
+                shards.store = try await S3ShardStore.open(client: client, retry: configuration.retryFailed) { owned.owns($0) }
             }
             sink = try ShardSink(configuration: shards)
         }
@@ -54,6 +59,7 @@ public struct URLListJob: Sendable {
         pipeline.spillDirectory = (sink as? ShardSink)?.stagingDirectory
             ?? configuration.directory.appendingPathComponent(".mirror", isDirectory: true)
         pipeline.filter = configuration.filter
+        pipeline.skip = failures?.skipped ?? []
         let report = await Pipeline(configuration: pipeline).run(from: table, into: sink) { event in
             switch event {
             case let .saved(record, _, source): onEvent(.saved(record, source: source))
@@ -76,6 +82,16 @@ public struct URLListJob: Sendable {
         var summary = Summary(tally: report.tally)
         summary.shards = shardSink?.completeShardCount
         summary.shardsWritten = shardSink?.writtenShardCount
+        summary.shardsRewritten = shardSink?.rewrittenShardCount
+        // What the output still lacks, earlier runs' rows included: a rerun that downloads nothing still says so.
+        if let shardSink {
+            let complete = shardSink.completeTally
+            summary.missingTransient = complete.transient
+            summary.missingPermanent = complete.permanent + complete.invalid
+        } else if let counts = try? failures?.store.failedCounts() {
+            summary.missingTransient = counts.transient
+            summary.missingPermanent = counts.permanent + report.tally.invalid
+        }
         if configuration.shard != nil { summary.tableRows = table.share.rows }
         summary.seconds = (ContinuousClock.now - started).seconds
         return summary

@@ -16,6 +16,10 @@ public final class FolderSink: ImageSink {
     public let folder: OutputFolder
     /// The state database, or `nil` for none (URL lists keep their state in the manifest alone).
     public let store: StateStore?
+    /// Where failed URLs are remembered when there is no ``store`` (a URL list's folder), or `nil`.
+    public let failures: StateStore?
+    /// Normalised URLs that failed on an earlier run and are tried again: saved, their failure is forgotten.
+    private let retried: Set<String>
     /// How files are named; `nil` names them after the candidate's stem.
     public let nameTemplate: NameTemplate?
     /// The label of this run's images and the subfolder they go to (`--queries`), or `nil`.
@@ -26,17 +30,22 @@ public final class FolderSink: ImageSink {
     /// - Parameters:
     ///   - folder: The output folder (opened, and so locked, by the caller).
     ///   - store: The state database, or `nil`.
+    ///   - failures: A state database for failed URLs alone (a URL list's folder), or `nil`.
+    ///   - retried: Normalised URLs that failed on an earlier run and are tried again.
     ///   - isSyncEnabled: Whether files, the folder and the manifest are fsynced. Default true.
     ///   - admissionLimit: Images this run may publish at most, or `nil` for no limit.
     ///   - nameTemplate: How files are named, or `nil` for `<stem>.<ext>`.
     ///   - label: The label of this run's images and their subfolder (made if missing), or `nil` for none.
     ///   - uniqueAcrossLabels: Whether bytes another label holds are refused rather than kept again.
     public init(
-        folder: OutputFolder, store: StateStore? = nil, isSyncEnabled: Bool = true, admissionLimit: Int? = nil,
+        folder: OutputFolder, store: StateStore? = nil, failures: StateStore? = nil, retried: Set<String> = [],
+        isSyncEnabled: Bool = true, admissionLimit: Int? = nil,
         nameTemplate: NameTemplate? = nil, label: (name: String, subfolder: String)? = nil, uniqueAcrossLabels: Bool = false
     ) throws(FileError) {
         self.folder = folder
         self.store = store
+        self.failures = store == nil ? failures : nil
+        self.retried = retried
         self.nameTemplate = nameTemplate
         self.label = label
         if let label { try folder.makeSubfolder(label.subfolder) }
@@ -66,6 +75,16 @@ public final class FolderSink: ImageSink {
         let label = self.label
         var provenance = provenance
         provenance.label = label?.name ?? provenance.label
+        var completion = completion
+        if let failures, !retried.isEmpty {
+            let key = CacheKey(url: image.url).normalizedURL
+            if retried.contains(key) {
+                completion = { [completion] outcome in
+                    if case .saved = outcome { try? failures.forgetFailure(normalizedURL: key) }
+                    completion(outcome)
+                }
+            }
+        }
         committer.commit(ImageCommitter.Item(
             image: image,
             stem: stem,
@@ -77,7 +96,7 @@ public final class FolderSink: ImageSink {
     }
 
     public func settle(url: URL?, provenance: ImageProvenance, as outcome: SettledOutcome) {
-        guard let store, let url else { return }
+        guard let store = store ?? failures, let url else { return }
         let provider = provenance.provider
         switch outcome {
         case let .failed(reason, _, isTransient):

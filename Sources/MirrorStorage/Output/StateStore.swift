@@ -166,6 +166,36 @@ public final class StateStore: Sendable {
         }
     }
 
+    /// Every remembered failure's normalised URL and whether it may pass on another try.
+    public func failedURLs() throws -> [(normalizedURL: String, isTransient: Bool)] {
+        try database.read { db in
+            try Row.fetchAll(db, sql: "SELECT normalized_url, transient FROM attempts").map { ($0["normalized_url"], $0["transient"]) }
+        }
+    }
+
+    /// Failed URLs, transient and for good, not counting images a filter turned away or whose host said no: the
+    /// images the folder lacks.
+    public func failedCounts() throws -> (transient: Int, permanent: Int) {
+        try database.read { db in
+            let rows = try Row.fetchAll(db, sql: """
+                SELECT transient, COUNT(*) AS count FROM attempts
+                WHERE reason NOT IN ('filtered', 'opted_out', 'disallowed') GROUP BY transient
+                """)
+            var counts = (transient: 0, permanent: 0)
+            for row in rows {
+                if row["transient"] as Bool { counts.transient = row["count"] } else { counts.permanent = row["count"] }
+            }
+            return counts
+        }
+    }
+
+    /// Forgets the failure of a URL that has now been saved.
+    public func forgetFailure(normalizedURL: String) throws {
+        try database.write { db in
+            try db.execute(sql: "DELETE FROM attempts WHERE normalized_url = ?", arguments: [normalizedURL])
+        }
+    }
+
     /// All remembered failures.
     public func attempts() throws -> [Attempt] {
         try database.read { db in

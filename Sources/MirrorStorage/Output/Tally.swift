@@ -31,8 +31,14 @@ public struct Tally: Sendable, Hashable {
     public var bytes: Int64 = 0
     /// Saved images served from the cache.
     public var cacheHits = 0
-    /// Whether any failure may succeed on a later run (network, server, disk).
-    public var hasTransientFailures = false
+    /// Of ``failed``, those that may succeed on a later run (timeouts, refused or reset connections, DNS, 5xx, 429,
+    /// the disk); the rest failed for good (404 and 410, not an image, too big).
+    public var transient = 0
+
+    /// Whether any failure may succeed on a later run.
+    public var hasTransientFailures: Bool { transient > 0 }
+    /// Failures that will not succeed by trying again.
+    public var permanent: Int { failed - transient }
 
     public init() {}
 
@@ -44,7 +50,7 @@ public struct Tally: Sendable, Hashable {
         case let .failed(reason, _, isTransient):
             failed += 1
             failures[reason, default: 0] += 1
-            if isTransient { hasTransientFailures = true }
+            if isTransient { transient += 1 }
         case .filtered:
             filtered += 1
         case let .refused(reason, _):
@@ -68,17 +74,19 @@ public struct Tally: Sendable, Hashable {
         tally.failures.merge(other.failures, uniquingKeysWith: +)
         tally.bytes += other.bytes
         tally.cacheHits += other.cacheHits
-        tally.hasTransientFailures = tally.hasTransientFailures || other.hasTransientFailures
+        tally.transient += other.transient
     }
 }
 
 extension Tally {
-    /// The counts of a shard's stats file (`saved`, `failed`, `failures`, `invalid`, `duplicates`, `filtered`,
-    /// `opted_out`, `disallowed`, `bytes`), as ``statsFields`` writes them.
+    /// The counts of a shard's stats file (`saved`, `failed`, `transient`, `failures`, `invalid`, `duplicates`,
+    /// `filtered`, `opted_out`, `disallowed`, `bytes`), as ``statsFields`` writes them. Stats written before
+    /// `transient` was counted read as if every failure were permanent.
     package init(stats object: [String: Any]) {
         self.init()
         func int(_ key: String) -> Int { (object[key] as? NSNumber)?.intValue ?? 0 }
         (saved, failed, invalid, duplicates) = (int("saved"), int("failed"), int("invalid"), int("duplicates"))
+        transient = min(int("transient"), failed)
         (filtered, optedOut, disallowed) = (int("filtered"), int("opted_out"), int("disallowed"))
         bytes = (object["bytes"] as? NSNumber)?.int64Value ?? 0
         for (reason, count) in object["failures"] as? [String: Any] ?? [:] {
@@ -89,7 +97,7 @@ extension Tally {
     /// The counts a shard's stats file and `mirror status --json` hold, by their keys there.
     package var statsFields: [String: Any] {
         [
-            "saved": saved, "failed": failed, "failures": failures, "invalid": invalid, "duplicates": duplicates,
+            "saved": saved, "failed": failed, "transient": transient, "failures": failures, "invalid": invalid, "duplicates": duplicates,
             "filtered": filtered, "opted_out": optedOut, "disallowed": disallowed, "bytes": bytes,
         ]
     }

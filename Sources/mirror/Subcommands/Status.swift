@@ -6,13 +6,17 @@ import MirrorTransport
 /// `mirror status DIR|s3://BUCKET/PREFIX`: one table of every shard's stats, whichever copy wrote them.
 struct Status: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Sum a WebDataset output's shard stats (every copy of a sharded job) into one table.",
+        abstract: "Sum a WebDataset output's shard stats (every copy of a sharded job) into one table, or a folder's failures.",
         discussion: """
         Reads every NNNNN_stats.json in the folder or under the s3:// prefix (AWS_* variables as for --out) and adds \
         them up: rows, saved, failed by reason, bytes, throughput, and which shards are done, missing or incomplete.
 
-        Exit codes: 0 every shard up to the highest is done · 3 some are missing or incomplete · 1 the output cannot \
-        be read · 4 object storage refused the credentials · 64 usage.
+        A folder of files (mirror urls without --format webdataset) shows its saved images and the URLs that failed, \
+        transient and for good, from its state database.
+
+        Exit codes: 0 every shard up to the highest is done and every row has its image · 3 shards are missing or \
+        incomplete, or rows failed (the lines say which may work with --retry-failed) · 1 the output cannot be read · \
+        4 object storage refused the credentials · 64 usage.
         """
     )
 
@@ -23,6 +27,14 @@ struct Status: AsyncParsableCommand {
     var json = false
 
     func run() async throws {
+        if S3Location(target) == nil, let folder = try folderStatus() {
+            if json {
+                FileHandle.standardOutput.write(Data(folder.json.utf8) + Data("\n".utf8))
+            } else {
+                print(([target, "  saved       " + folder.tally.saved.formatted(.number.grouping(.automatic))] + Self.failureLines(folder.tally)).joined(separator: "\n"))
+            }
+            throw (folder.tally.failed == 0 ? ExitStatus.success : ExitStatus.exhausted).exitCode
+        }
         let status: DatasetStatus
         do {
             status = try await read()
@@ -37,7 +49,42 @@ struct Status: AsyncParsableCommand {
             print(Self.table(status, target: target))
         }
         let complete = status.shardsMissing.isEmpty && status.shardsIncomplete.isEmpty && status.shardsDone > 0
-        throw (complete ? ExitStatus.success : ExitStatus.exhausted).exitCode
+        let lacking = status.tally.failed + status.tally.invalid > 0
+        throw (complete && !lacking ? ExitStatus.success : ExitStatus.exhausted).exitCode
+    }
+
+    /// A folder of files (`manifest.jsonl`, no shards): its saved images and the failed URLs its state database
+    /// remembers; `nil` when the target holds shards (or is not a folder).
+    private func folderStatus() throws -> (tally: Tally, json: String)? {
+        let directory = URL(fileURLWithPath: target)
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path),
+              names.contains("manifest.jsonl"), !names.contains(where: { ShardFileName.parse($0) != nil }) else { return nil }
+        var tally = Tally()
+        if let manifest = FileManager.default.contents(atPath: directory.appendingPathComponent("manifest.jsonl").path) {
+            tally.saved = manifest.split(separator: UInt8(ascii: "\n")).count
+        }
+        let database = directory.appendingPathComponent(".mirror/state.sqlite")
+        if FileManager.default.fileExists(atPath: database.path) {
+            let store: StateStore
+            do {
+                store = try StateStore(url: database)
+            } catch {
+                printError("cannot read \(database.path): \(error)")
+                throw ExitStatus.failure.exitCode
+            }
+            for attempt in (try? store.attempts()) ?? [] {
+                switch attempt.reason {
+                case "filtered": tally.filtered += 1
+                case "opted_out": tally.optedOut += 1
+                case "disallowed": tally.disallowed += 1
+                default: tally.count(.failed(reason: attempt.reason, message: "", isTransient: attempt.isTransient))
+                }
+            }
+        }
+        var object = tally.statsFields
+        object.removeValue(forKey: "bytes")
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
+        return (tally, String(decoding: data, as: UTF8.self))
     }
 
     private func read() async throws -> DatasetStatus {
@@ -73,11 +120,7 @@ struct Status: AsyncParsableCommand {
         lines.append("  shards      " + shards)
         lines.append("  rows        " + number(status.rows))
         lines.append("  saved       " + number(status.tally.saved) + "  (" + ByteCountFormatter.string(fromByteCount: status.tally.bytes, countStyle: .file) + ")")
-        var failed = number(status.tally.failed)
-        if !status.tally.failures.isEmpty {
-            failed += "  (" + status.tally.failures.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.map { "\($0.key) \(number($0.value))" }.joined(separator: ", ") + ")"
-        }
-        lines.append("  failed      " + failed)
+        lines += failureLines(status.tally)
         for (label, value) in [("bad rows", status.tally.invalid), ("duplicates", status.tally.duplicates), ("filtered", status.tally.filtered), ("opted out", status.tally.optedOut), ("disallowed", status.tally.disallowed)] where value > 0 {
             lines.append("  " + label.padding(toLength: 12, withPad: " ", startingAt: 0) + number(value))
         }
@@ -85,6 +128,24 @@ struct Status: AsyncParsableCommand {
             lines.append(String(format: "  throughput  %.1f images/s over %.1f s (first shard start to last shard end)", rate, finished - started))
         }
         return lines.joined(separator: "\n")
+    }
+
+    /// The failures by reason, then those that may work on another try and those that will not, with the command
+    /// that retries them.
+    static func failureLines(_ tally: Tally) -> [String] {
+        func number(_ value: Int) -> String { value.formatted(.number.grouping(.automatic)) }
+        var failed = number(tally.failed)
+        if !tally.failures.isEmpty {
+            failed += "  (" + tally.failures.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.map { "\($0.key) \(number($0.value))" }.joined(separator: ", ") + ")"
+        }
+        var lines = ["  failed      " + failed]
+        if tally.transient > 0 {
+            lines.append("    transient \(number(tally.transient)) may work now: run the same mirror urls command with --retry-failed")
+        }
+        if tally.permanent > 0 {
+            lines.append("    permanent \(number(tally.permanent)) failed for good (4xx, not an image, too big); --retry-failed all tries them again")
+        }
+        return lines
     }
 
     /// `3, 5-9, 12`.

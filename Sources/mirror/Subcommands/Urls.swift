@@ -13,8 +13,14 @@ struct Urls: AsyncParsableCommand {
         A text list has one URL per line (blank lines and # comments ignored); CSV and TSV have a header row; \
         JSONL has one object per line. A row with no http(s) URL is reported with its place and skipped.
 
-        Exit codes: 0 every row's image is in the folder · 3 some rows gave no image (4xx, not an image, a bad row) · \
-        5 some failed on the network or server and may work later · 64 usage · 75 folder locked · 130 interrupted.
+        A rerun downloads nothing an earlier run settled: it finishes what a killed run left, and reports the rows \
+        still missing. --retry-failed downloads again the rows that failed on the network or the server (timeouts, \
+        refused or reset connections, DNS, 5xx, 429); --retry-failed all the ones that failed for good too. Only \
+        the shards that gain a sample are written anew, each whole (tar, records, then stats).
+
+        Exit codes: 0 every row's image is in the output · 3 rows are missing: some gave no image (4xx, not an image, \
+        a bad row), or failed on an earlier run and were not retried · 5 some failed on the network or server this \
+        run and may work with --retry-failed · 64 usage · 75 folder locked · 130 interrupted.
         """
     )
 
@@ -39,6 +45,12 @@ struct Urls: AsyncParsableCommand {
     @Option(help: "With --out s3://…: the local folder for the run's state and the shards being assembled (default: under the XDG cache, one per destination).")
     var stateDir: String?
 
+    @Option(help: ArgumentHelp(
+        "Download again the rows that failed on an earlier run: transient (timeouts, refused connections, DNS, 5xx, 429; the default when no value follows) or all.",
+        valueName: "transient|all"
+    ))
+    var retryFailed: String?
+
     @OptionGroup var dataset: DatasetOptions
     @OptionGroup var sharding: ShardOptions
     @OptionGroup var network: NetworkOptions
@@ -46,6 +58,9 @@ struct Urls: AsyncParsableCommand {
     @OptionGroup var outputOptions: OutputOptions
 
     func validate() throws {
+        if let retryFailed, RetryFailed(rawValue: retryFailed) == nil {
+            throw ValidationError("--retry-failed takes transient or all, not '\(retryFailed)'")
+        }
         if output.lowercased().hasPrefix("s3://") {
             guard S3Location(output) != nil else { throw ValidationError("--out \(output): give s3://BUCKET/PREFIX") }
             guard dataset.format == "webdataset" else {
@@ -98,6 +113,7 @@ struct Urls: AsyncParsableCommand {
         var configuration = URLListJob.Configuration(directory: directory)
         configuration.shard = share?.0
         configuration.objectStore = objectStore
+        configuration.retryFailed = retryFailed.flatMap(RetryFailed.init(rawValue:))
         network.apply(to: &configuration.downloads)
         configuration.isSyncEnabled = !outputOptions.noFsync
         dataset.apply(to: &configuration)
@@ -156,7 +172,9 @@ struct Urls: AsyncParsableCommand {
             line += " (" + summary.tally.failures.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")"
         }
         if let shards = summary.shards {
-            line += "; \(summary.shardsWritten ?? 0) shards written, \(shards) complete"
+            line += "; \(summary.shardsWritten ?? 0) shards written, "
+            if let rewritten = summary.shardsRewritten, rewritten > 0 { line += "\(rewritten) rewritten, " }
+            line += "\(shards) complete"
         }
         if let rows = summary.tableRows, rows > 0 {
             line += String(format: "; this copy took %d of %d rows (%.1f%%)", summary.total + summary.tally.invalid, rows, 100 * Double(summary.total + summary.tally.invalid) / Double(rows))
@@ -164,11 +182,59 @@ struct Urls: AsyncParsableCommand {
         line += String(format: " in %.1fs", summary.seconds)
         if interrupted { line += "; interrupted: run again to continue" }
         FileHandle.standardError.write(Data((line + "\n").utf8))
+        if let missing = Self.missingLine(transient: summary.missingTransient, permanent: summary.missingPermanent) {
+            FileHandle.standardError.write(Data((missing + "\n").utf8))
+        }
     }
 
+    /// What the output still lacks and which command retries it, or `nil` when it lacks nothing.
+    static func missingLine(transient: Int, permanent: Int) -> String? {
+        guard transient + permanent > 0 else { return nil }
+        var parts: [String] = []
+        if transient > 0 {
+            parts.append("\(transient) failed on the network or server and may work now: run the same command with --retry-failed")
+        }
+        if permanent > 0 {
+            parts.append("\(permanent) failed for good (4xx, not an image, bad rows)" + (transient > 0 ? "" : "; --retry-failed all tries the failed ones again"))
+        }
+        return "rows missing: " + parts.joined(separator: "; ")
+    }
+
+    /// `--retry-failed` alone means `--retry-failed transient` (argument-parser has no option whose value may be
+    /// left out): the arguments with `--retry-failed [transient|all]` joined into one `--retry-failed=VALUE`.
+    static func normalizingRetryFailed(_ arguments: [String]) -> [String] {
+        var result: [String] = []
+        var index = 0
+        while index < arguments.count {
+            let word = arguments[index]
+            if word == "--" {
+                result.append(contentsOf: arguments[index...])
+                break
+            }
+            if word == "--retry-failed" {
+                let next: String? = index + 1 < arguments.count ? arguments[index + 1] : nil
+                if let next, RetryFailed(rawValue: next) != nil {
+                    result.append("--retry-failed=" + next)
+                    index += 2
+                } else {
+                    result.append("--retry-failed=" + RetryFailed.transient.rawValue)
+                    index += 1
+                }
+                continue
+            }
+            result.append(word)
+            index += 1
+        }
+        return result
+    }
+
+    /// 5 when rows failed this run and may work on a retry; 3 while the output lacks rows (this run's failures or bad
+    /// rows, or an earlier run's left as they were), so that a cron job's rerun does not report a dataset with holes as
+    /// done; else 0.
     private func exitStatus(for summary: URLListJob.Summary, interrupted: Bool) -> ExitStatus {
         if interrupted { return .interrupted }
-        if summary.tally.failed == 0 { return summary.tally.invalid == 0 ? .success : .exhausted }
-        return summary.tally.hasTransientFailures ? .unavailable : .exhausted
+        if summary.tally.failed > 0 { return summary.tally.hasTransientFailures ? .unavailable : .exhausted }
+        let missing = summary.tally.invalid + summary.missingTransient + summary.missingPermanent
+        return missing == 0 ? .success : .exhausted
     }
 }

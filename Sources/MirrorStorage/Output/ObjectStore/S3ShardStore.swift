@@ -12,18 +12,25 @@ public final class S3ShardStore: Sendable {
     public let client: S3Client
     /// Shard numbers whose stats object exists.
     public let completeShards: Set<Int>
+    /// The stats object of each of this copy's complete shards, by number (what the dataset holds and lacks).
+    package let stats: [Int: Data]
+    /// The records of the complete shards that have rows to retry (with `retry`), by number.
+    package let records: [Int: Data]
     /// Whether `sizes.json` was there when the store was opened.
     let hasSizesFile: Bool
 
-    private init(client: S3Client, completeShards: Set<Int>, hasSizesFile: Bool) {
+    private init(client: S3Client, completeShards: Set<Int>, stats: [Int: Data], records: [Int: Data], hasSizesFile: Bool) {
         self.client = client
         self.completeShards = completeShards
+        self.stats = stats
+        self.records = records
         self.hasSizesFile = hasSizesFile
     }
 
-    /// Opens the destination for the shard numbers `owns` accepts (this copy's).
+    /// Opens the destination for the shard numbers `owns` accepts (this copy's), and reads their stats (and, for
+    /// `retry`, the records of the shards whose stats count rows it retries).
     /// - Throws: ``ObjectStoreError``: rejected credentials, a missing bucket, an unreachable store.
-    public static func open(client: S3Client, owns: @Sendable (Int) -> Bool) async throws(ObjectStoreError) -> S3ShardStore {
+    public static func open(client: S3Client, retry: RetryFailed? = nil, owns: @Sendable (Int) -> Bool) async throws(ObjectStoreError) -> S3ShardStore {
         let location = client.location
         // moto refuses to verify a listing whose prefix holds an encoded slash: list by the prefix alone, keep the
         // names directly under it.
@@ -37,7 +44,68 @@ public final class S3ShardStore: Sendable {
             guard let (number, kind) = ShardFileName.parse(name), kind != .stats, owns(number), !complete.contains(number) else { continue }
             try await client.delete(key: location.key(name))
         }
-        return S3ShardStore(client: client, completeShards: complete, hasSizesFile: names.contains(ShardSink.sizesFileName))
+        let stats = try await fetch(complete.map { ShardFileName.name(of: $0, .stats) }, from: client)
+        var retried: [String] = []
+        if let retry {
+            for (number, data) in stats {
+                let object = (try? JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:]
+                let tally = Tally(stats: object)
+                let rows = (object["rows"] as? NSNumber)?.intValue ?? 0
+                if retry == .transient ? tally.transient > 0 : tally.saved + tally.duplicates < rows {
+                    retried.append(ShardFileName.name(of: number, .records))
+                }
+            }
+        }
+        let records = try await fetch(retried, from: client)
+        return S3ShardStore(
+            client: client, completeShards: complete, stats: stats, records: records,
+            hasSizesFile: names.contains(ShardSink.sizesFileName)
+        )
+    }
+
+    /// The objects `names` (shard files), eight at a time, by shard number.
+    private static func fetch(_ names: [String], from client: S3Client) async throws(ObjectStoreError) -> [Int: Data] {
+        do {
+            return try await withThrowingTaskGroup(of: (Int, Data).self) { group in
+                var found: [Int: Data] = [:]
+                var queue = names[...]
+                func start() {
+                    guard let name = queue.popFirst(), let (number, _) = ShardFileName.parse(name) else { return }
+                    group.addTask { (number, try await client.get(key: client.location.key(name))) }
+                }
+                for _ in 0..<8 { start() }
+                while let (number, data) = try await group.next() {
+                    found[number] = data
+                    start()
+                }
+                return found
+            }
+        } catch let error as ObjectStoreError {
+            throw error
+        } catch {
+            throw ObjectStoreError.failed(operation: "get", key: client.location.prefix, reason: String(describing: error), transient: true)
+        }
+    }
+
+    /// The object `name` under the prefix; blocks the calling thread (the shard writer's).
+    package func fetch(_ name: String) throws(ObjectStoreError) -> Data {
+        let client = self.client
+        let data = Locked(Data())
+        try Self.blocking { () async throws(ObjectStoreError) in
+            let contents = try await client.get(key: client.location.key(name))
+            data.withLock { $0 = contents }
+        }
+        return data.withLock { $0 }
+    }
+
+    /// The object `name` under the prefix written into `file`; blocks the calling thread (the shard writer's).
+    package func fetch(_ name: String, into file: URL) throws(ObjectStoreError) {
+        let contents = try fetch(name)
+        do {
+            try contents.write(to: file)
+        } catch {
+            throw ObjectStoreError.failed(operation: "get", key: name, reason: "cannot write \(file.path): \(error.localizedDescription)", transient: false)
+        }
     }
 
     /// The samples of every complete shard under the prefix (any copy's): `known` as given, the others from their

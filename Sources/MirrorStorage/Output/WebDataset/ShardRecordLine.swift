@@ -2,16 +2,64 @@ import Foundation
 import MirrorCore
 
 /// Lines of a shard's `NNNNN.jsonl`: every row, with `status` (`success`, `failed`, `invalid`, `duplicate`,
-/// `filtered`, `opted_out`, `disallowed`) and `error` first, then the record's fields (null where the row has no
-/// image), then the kept columns.
+/// `filtered`, `opted_out`, `disallowed`), `error`, `reason` (a failure's key, as the stats count it: `http-503`,
+/// `timeout`, …) and `transient` (whether a failure may succeed on a later run, which `--retry-failed` retries) first,
+/// then the record's fields (null where the row has no image), then the kept columns.
 enum ShardRecordLine {
     package static func saved(_ json: Data) -> Data {
-        Data(#"{"status":"success","error":null,"#.utf8) + json.dropFirst() + Data("\n".utf8)
+        Data(#"{"status":"success","error":null,"reason":null,"transient":false,"#.utf8) + json.dropFirst() + Data("\n".utf8)
+    }
+
+    /// How a line's row ended, as far as `--retry-failed` and a rewritten shard's stats need it.
+    package struct Outcome: Equatable {
+        package var status: String
+        package var reason: String?
+        package var isTransient: Bool
+        /// A saved row's bytes.
+        package var bytes: Int64
+
+        /// Whether a run with `--retry-failed scope` downloads the row again: a failure that may pass (`transient`), or
+        /// every row without a sample but a duplicate (`all`).
+        package func isRetried(by scope: RetryFailed) -> Bool {
+            switch scope {
+            case .transient: status == "failed" && isTransient
+            case .all: status != "success" && status != "duplicate"
+            }
+        }
+
+        /// Counts the row as the stats do.
+        package func count(into tally: inout Tally) {
+            switch status {
+            case "success":
+                tally.saved += 1
+                tally.bytes += bytes
+            case "failed":
+                tally.count(.failed(reason: reason ?? "unknown", message: "", isTransient: isTransient))
+            case "invalid": tally.invalid += 1
+            case "duplicate": tally.duplicates += 1
+            case "filtered": tally.filtered += 1
+            case "disallowed": tally.disallowed += 1
+            default: tally.optedOut += 1
+            }
+        }
+    }
+
+    /// How the row of a line ended, or `nil` when the line is not a record line.
+    package static func outcome(of line: some DataProtocol) -> Outcome? {
+        guard let object = (try? JSONSerialization.jsonObject(with: Data(line))) as? [String: Any],
+              let status = object["status"] as? String else { return nil }
+        return Outcome(
+            status: status, reason: object["reason"] as? String, isTransient: object["transient"] as? Bool ?? false,
+            bytes: (object["bytes"] as? NSNumber)?.int64Value ?? 0
+        )
     }
 
     package static func settled(url: URL?, provenance: ImageProvenance, outcome: SettledOutcome) -> Data {
         let text = { (value: String?) in (try? ManifestRecord.jsonText(value)) ?? "null" }
+        var (reason, transient) = ("null", "false")
+        if case let .failed(key, _, isTransient) = outcome { (reason, transient) = (text(key), isTransient ? "true" : "false") }
         var line = #"{"status":"# + text(outcome.status) + #","error":"# + text(outcome.message)
+        line += #","reason":"# + reason + #","transient":"# + transient
         for field in ManifestRecord.Field.all {
             let value: String
             switch field.key {

@@ -36,8 +36,8 @@ extension ShardSink {
     }
 
     /// Writes shard `index`: its tar, its records, then its stats; with a store, uploads the three in that order.
-    /// - Returns: the samples it holds.
-    func write(index: Int, shard: OpenShard) throws -> Int {
+    /// - Returns: how its rows ended.
+    func write(index: Int, shard: OpenShard) throws -> Tally {
         let directory = configuration.store == nil ? configuration.directory : hidden
         let number = configuration.number(ofShard: index)
         let sync = configuration.isSyncEnabled && configuration.store == nil
@@ -50,28 +50,13 @@ extension ShardSink {
         for position in shard.rows.keys.sorted() {
             stats.rows += 1
             switch shard.rows[position]! {
-            case let .saved(image, record):
-                let key = record.key ?? String(position)
-                let contents: Data
-                do {
-                    contents = try Data(contentsOf: image.temporaryFile)
-                } catch {
-                    throw FileError(operation: "read", path: image.temporaryFile.path, code: EIO)
-                }
-                var json = (try? record.jsonLine()) ?? Data("{}\n".utf8)
-                json.removeLast()
-                try tar.add(record.file, contents: contents, modified: image.fetchedAt)
-                try tar.add(key + ".json", contents: json, modified: image.fetchedAt)
-                if let caption = record.caption {
-                    try tar.add(key + ".txt", contents: Data(caption.utf8), modified: image.fetchedAt)
-                }
+            case let .saved(_, record):
                 stats.tally.saved += 1
                 stats.tally.bytes += record.bytes
-                lines.append(ShardRecordLine.saved(json))
-            case let .settled(url, provenance, outcome):
+            case let .settled(_, _, outcome):
                 stats.tally.count(outcome)
-                lines.append(ShardRecordLine.settled(url: url, provenance: provenance, outcome: outcome))
             }
+            lines.append(try append(shard.rows[position]!, at: position, to: tar))
         }
         try tar.commit(sync: sync)
         try AtomicFile.writeFile(lines, to: files[1], sync: sync, staging: hidden)
@@ -89,6 +74,30 @@ extension ShardSink {
             if sync { try AtomicFile.syncDirectory(directory) }
         }
         for case let .saved(image, _) in shard.rows.values { AtomicFile.remove(image.temporaryFile) }
-        return stats.tally.saved
+        return stats.tally
+    }
+
+    /// Adds a saved row's sample (image, record, caption) to `tar`; returns the row's line of the records.
+    func append(_ row: Row, at position: Int, to tar: TarWriter) throws -> Data {
+        switch row {
+        case let .saved(image, record):
+            let key = record.key ?? String(position)
+            let contents: Data
+            do {
+                contents = try Data(contentsOf: image.temporaryFile)
+            } catch {
+                throw FileError(operation: "read", path: image.temporaryFile.path, code: EIO)
+            }
+            var json = (try? record.jsonLine()) ?? Data("{}\n".utf8)
+            json.removeLast()
+            try tar.add(record.file, contents: contents, modified: image.fetchedAt)
+            try tar.add(key + ".json", contents: json, modified: image.fetchedAt)
+            if let caption = record.caption {
+                try tar.add(key + ".txt", contents: Data(caption.utf8), modified: image.fetchedAt)
+            }
+            return ShardRecordLine.saved(json)
+        case let .settled(url, provenance, outcome):
+            return ShardRecordLine.settled(url: url, provenance: provenance, outcome: outcome)
+        }
     }
 }

@@ -30,6 +30,9 @@ public final class ShardSink: ImageSink {
         /// Object storage the shards go to once written, or `nil` to keep them in ``directory``. With a store,
         /// ``directory`` is the local state folder where each shard is assembled before it is uploaded.
         public var store: S3ShardStore?
+        /// Which failed rows of complete shards are downloaded again, or `nil` (the default) for none. A shard that
+        /// gains a sample is written anew, whole (tar, records, then stats); the others are not touched.
+        public var retryFailed: RetryFailed?
 
         public init(directory: URL, shardSize: Int = 10_000) {
             self.directory = directory
@@ -69,6 +72,12 @@ public final class ShardSink: ImageSink {
         /// The samples of each shard this run wrote, by shard number (for `sizes.json`).
         package var sizes: [Int: Int] = [:]
         package var failure: (any Error & Sendable)?
+        /// How the rows of each complete shard ended (their stats), by shard index.
+        package var tallies: [Int: Tally] = [:]
+        /// Complete shards whose failed rows this run downloads again, by shard index.
+        var retrying: [Int: RetriedShard] = [:]
+        /// Complete shards this run wrote anew because a retried row gained a sample.
+        package var rewritten = 0
     }
 
     /// The rows of one shard settled so far.
@@ -106,13 +115,33 @@ public final class ShardSink: ImageSink {
         if configuration.shard == nil { AtomicFile.removeLeftovers(in: directory) }  // never another copy's files
         AtomicFile.removeLeftovers(in: hidden)
         let complete: Set<Int>
+        let stats: (Int) -> Data?
+        let records: (Int) -> Data?
         if let store = configuration.store {
             Self.removeShardFiles(in: hidden) { _ in true }  // what a killed run assembled and did not upload
             complete = store.completeShards
+            (stats, records) = ({ store.stats[$0] }, { store.records[$0] })
         } else {
             complete = Self.completeShards(in: directory, owned: configuration.owns)
+            let file = { (number: Int, kind: ShardFileName.Kind) in
+                try? Data(contentsOf: directory.appendingPathComponent(ShardFileName.name(of: number, kind)))
+            }
+            (stats, records) = ({ file($0, .stats) }, { file($0, .records) })
         }
-        state = Locked(State(complete: Set(complete.compactMap(configuration.index(ofShard:)))))
+        var state = State(complete: Set(complete.compactMap(configuration.index(ofShard:))))
+        for index in state.complete {
+            let number = configuration.number(ofShard: index)
+            let object = stats(number).flatMap { try? JSONSerialization.jsonObject(with: $0) as? [String: Any] } ?? [:]
+            let tally = Tally(stats: object)
+            state.tallies[index] = tally
+            if let scope = configuration.retryFailed, let retried = RetriedShard(
+                index: index, shardSize: configuration.shardSize, scope: scope, stats: tally,
+                rows: (object["rows"] as? NSNumber)?.intValue ?? 0, records: { records(number) }
+            ) {
+                state.retrying[index] = retried
+            }
+        }
+        self.state = Locked(state)
         digests = try DiskKeySet(directory: hidden, name: "digests")
     }
 
@@ -125,9 +154,19 @@ public final class ShardSink: ImageSink {
     /// Shards this run wrote.
     public var writtenShardCount: Int { state.withLock { $0.written } }
 
+    /// Complete shards this run wrote anew because a retried row gained a sample.
+    public var rewrittenShardCount: Int { state.withLock { $0.rewritten } }
+
+    /// How the rows of this copy's complete shards ended, this run's and earlier ones' (their stats added up): what
+    /// the output holds, and what it still lacks.
+    public var completeTally: Tally {
+        state.withLock { $0.tallies.values.reduce(into: Tally()) { $0 += $1 } }
+    }
+
     public func contains(normalizedURL: String, provenance: ImageProvenance) -> Bool {
         guard let position = Self.position(of: provenance) else { return false }
-        return state.withLock { $0.complete.contains(position / configuration.shardSize) }
+        let index = position / configuration.shardSize
+        return state.withLock { $0.complete.contains(index) && $0.retrying[index]?.pending.contains(position) != true }
     }
 
     /// Where a row counts towards its shard: its place among this copy's rows when split by host, else its position.
@@ -170,9 +209,13 @@ public final class ShardSink: ImageSink {
     /// Writes the last shard when the table was read to its end and every row of it settled; otherwise drops the open
     /// shards' waiting images (a rerun redoes those rows, from the disk cache where it has them).
     public func finish(sourceExhausted: Bool) async {
-        var (open, highest) = state.withLock { state in
-            defer { state.open = [:] }
-            return (state.open, state.highestPosition)
+        var (open, highest, retried) = state.withLock { state in
+            defer { (state.open, state.retrying) = ([:], [:]) }
+            return (state.open, state.highestPosition, state.retrying)
+        }
+        // Retried rows of a shard whose others never came (the run was interrupted): the shard stays as it was.
+        for shard in retried.values {
+            for case let .saved(image, _) in shard.rows.values { AtomicFile.remove(image.temporaryFile) }
         }
         // The table's last shard is complete when every row from its first to the table's last has settled.
         if sourceExhausted, highest >= 0 {
@@ -186,7 +229,7 @@ public final class ShardSink: ImageSink {
             for case let .saved(image, _) in shard.rows.values { AtomicFile.remove(image.temporaryFile) }
         }
         writer.submit { [self] in
-            let (written, known, failed) = state.withLock { ($0.written, $0.sizes, $0.failure != nil) }
+            let (written, known, failed) = state.withLock { ($0.written + $0.rewritten, $0.sizes, $0.failure != nil) }
             guard !failed, written > 0 || !hasSizesFile else { return }
             do {
                 try writeSizes(known: known)
@@ -204,24 +247,34 @@ public final class ShardSink: ImageSink {
 
     package func add(_ row: Row, at position: Int) {
         let index = position / configuration.shardSize
+        var settled: RetriedShard?  // a complete shard whose retried rows have all settled
         let full = state.withLock { state -> OpenShard? in
             state.highestPosition = max(state.highestPosition, position)
-            guard !state.complete.contains(index) else { return nil }  // a bad row of a shard an earlier run wrote
+            guard !state.complete.contains(index) else {  // a bad row of a shard an earlier run wrote, or a retried row
+                if var retried = state.retrying[index], retried.pending.remove(position) != nil {
+                    retried.rows[position] = row
+                    state.retrying[index] = retried.pending.isEmpty ? nil : retried
+                    if retried.pending.isEmpty { settled = retried }
+                }
+                return nil
+            }
             state.open[index, default: OpenShard()].rows[position] = row
             guard state.open[index]!.rows.count == configuration.shardSize else { return nil }
             return state.open.removeValue(forKey: index)
         }
         if let full { enqueue(index: index, shard: full) }
+        if let settled { enqueue(index: index, retried: settled) }
     }
 
     func enqueue(index: Int, shard: OpenShard) {
         writer.submit { [self] in
             do {
-                let saved = try write(index: index, shard: shard)
+                let tally = try write(index: index, shard: shard)
                 state.withLock {
                     $0.complete.insert(index)
                     $0.written += 1
-                    $0.sizes[configuration.number(ofShard: index)] = saved
+                    $0.sizes[configuration.number(ofShard: index)] = tally.saved
+                    $0.tallies[index] = tally
                 }
             } catch {
                 for case let .saved(image, _) in shard.rows.values { AtomicFile.remove(image.temporaryFile) }

@@ -11,6 +11,13 @@ package enum TarReader {
     /// Calls `body` with each regular file's name and bytes, in the archive's order; `body` returns false to stop.
     /// - Throws: ``FileError`` when the file cannot be opened or is not a readable tar.
     package static func forEachFile(in url: URL, _ body: (String, Data) throws -> Bool) throws {
+        try forEachFile(in: url) { name, contents, _ in try body(name, contents) }
+    }
+
+    /// Calls `body` with each regular file's name, bytes and modification time, in the archive's order; `body` returns
+    /// false to stop.
+    /// - Throws: ``FileError`` when the file cannot be opened or is not a readable tar; what `body` throws.
+    package static func forEachFile(in url: URL, _ body: (String, Data, Date) throws -> Bool) throws {
         guard let archive = archive_read_new() else { throw FileError(operation: "read", path: url.path, code: ENOMEM) }
         defer { archive_read_free(archive) }
         archive_read_support_format_tar(archive)
@@ -29,7 +36,8 @@ package enum TarReader {
             var contents = Data(count: size)
             let read = contents.withUnsafeMutableBytes { archive_read_data(archive, $0.baseAddress, size) }
             guard read == size else { throw FileError(operation: "read", path: url.path, code: EIO) }
-            guard try body(String(cString: name), contents) else { return }
+            let modified = Date(timeIntervalSince1970: TimeInterval(archive_entry_mtime(entry)))
+            guard try body(String(cString: name), contents, modified) else { return }
         }
     }
 }

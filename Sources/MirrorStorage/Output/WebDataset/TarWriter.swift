@@ -56,9 +56,9 @@ final class TarWriter {
         guard written == contents.count else { throw failure("write") }
     }
 
-    /// Ends the archive, syncs it when asked, and links it into place.
+    /// Ends the archive, syncs it when asked, and links it into place (or renames it over the file there, `replacing`).
     /// - Throws: ``FileError``; the temporary file is removed and the destination left as it was.
-    package func commit(sync: Bool) throws(FileError) {
+    package func commit(sync: Bool, replacing: Bool = false) throws(FileError) {
         guard archive_write_close(archive) == ARCHIVE_OK else {
             let error = failure("write")
             discard()
@@ -70,7 +70,11 @@ final class TarWriter {
         defer { close(temporary.descriptor) }
         do {
             if sync { try AtomicFile.sync(temporary.descriptor, path: temporary.url.path) }
-            try AtomicFile.publish(temporary.url, as: destination)
+            if replacing {
+                try AtomicFile.replace(destination, with: temporary.url)
+            } else {
+                try AtomicFile.publish(temporary.url, as: destination)
+            }
         } catch {
             AtomicFile.remove(temporary.url)
             throw error
