@@ -18,6 +18,7 @@ final class Transfer: @unchecked Sendable {
     private let request: TransferRequest
     private let errorBuffer: UnsafeMutablePointer<CChar>
     private var headerList: UnsafeMutablePointer<curl_slist>?
+    private var connectToList: UnsafeMutablePointer<curl_slist>?
 
     // MARK: Response state, written by the callbacks
 
@@ -90,6 +91,12 @@ final class Transfer: @unchecked Sendable {
         if let headerList {
             try check(ccurl_easy_setopt_slist(handle, CURLOPT_HTTPHEADER, headerList))
         }
+        for entry in request.connectTo {
+            connectToList = curl_slist_append(connectToList, entry)
+        }
+        if let connectToList {
+            try check(ccurl_easy_setopt_slist(handle, CURLOPT_CONNECT_TO, connectToList))
+        }
         if let body = request.body {
             try check(ccurl_easy_setopt_off_t(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count)))
             // COPYPOSTFIELDS copies the bytes, so the pointer need only live through this call.
@@ -120,6 +127,8 @@ final class Transfer: @unchecked Sendable {
         curl_easy_cleanup(handle)
         curl_slist_free_all(headerList)
         headerList = nil
+        curl_slist_free_all(connectToList)
+        connectToList = nil
         errorBuffer.deallocate()
     }
 
@@ -275,9 +284,13 @@ final class Transfer: @unchecked Sendable {
                     seconds: Double(request.stall.window.components.seconds)
                 )
             }
+            // Connected when it connected now, or sent its request over a connection kept alive (whose connect
+            // time is 0: a reused connection's timeout is not a connect failure).
             var connectTime: curl_off_t = 0
             _ = ccurl_easy_getinfo_off_t(handle, CURLINFO_CONNECT_TIME_T, &connectTime)
-            return connectTime == 0 ? .connectFailed(curlError) : .timedOut(curlError)
+            var requestBytes = 0
+            _ = ccurl_easy_getinfo_long(handle, CURLINFO_REQUEST_SIZE, &requestBytes)
+            return connectTime == 0 && requestBytes == 0 ? .connectFailed(curlError) : .timedOut(curlError)
         case CURLE_TOO_MANY_REDIRECTS:
             return .tooManyRedirects(limit: request.maximumRedirects)
         case CURLE_UNSUPPORTED_PROTOCOL:

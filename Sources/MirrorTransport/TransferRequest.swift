@@ -62,6 +62,9 @@ public struct TransferRequest: Sendable {
     public var maximumBodyBytes: Int64 = 100 * 1024 * 1024
     /// Redirects followed at most. Default 5.
     public var maximumRedirects: Int = 5
+    /// Where to connect instead, as curl's `--connect-to` takes it (`HOST:PORT:CONNECT-TO-HOST:CONNECT-TO-PORT`; an
+    /// empty `HOST` or `PORT` matches any): the URL, its `Host` header and its host's limits stay as they are.
+    public var connectTo: [String] = []
 
     public init(url: URL, destination: Destination = .memory) {
         self.url = url

@@ -72,6 +72,15 @@ public enum TransportError: Error, Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// Whether the attempt used up its time (`--timeout`, or the stall limit): trying again at once would spend as much,
+    /// so the download manager files it transient for a later run (`--retry-failed`) instead of retrying it now.
+    public var spentItsTime: Bool {
+        switch self {
+        case .timedOut, .stalled: true
+        default: false
+        }
+    }
+
     /// Whether trying again later could succeed: network trouble yes, policy refusals no.
     public var isTransient: Bool {
         switch self {

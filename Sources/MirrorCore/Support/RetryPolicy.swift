@@ -3,8 +3,9 @@ import MirrorTransport
 
 /// When a failed download is tried again, and after how long.
 ///
-/// Retries connect errors, timeouts, stalls, truncation, lost connections, 5xx, 408 and 429; never
-/// another 4xx, a policy refusal or an invalid image. The delay is exponential backoff with full
+/// Downloads are retried after connect errors, truncation, lost connections, 5xx, 408 and 429; never after
+/// another 4xx, a policy refusal or an invalid image, nor after a timeout or a stall (the attempt spent its time:
+/// it is filed transient, for `--retry-failed`). The delay is exponential backoff with full
 /// jitter — uniform in `0...min(maximumDelay, baseDelay × 2^(attempt-1))` — and a `Retry-After`
 /// is never undercut: the delay is at least what the server asked for. A server that asks for more
 /// than `maximumRetryAfter` is taken at its word and the download fails instead of waiting.

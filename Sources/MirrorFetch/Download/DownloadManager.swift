@@ -41,6 +41,8 @@ public final class DownloadManager: Sendable {
         public var timeout: Duration?
         /// Stall detection. Default: under 1,000 bytes/s for 20 s.
         public var stall = TransferRequest.StallPolicy()
+        /// Where to connect instead of the URL's host (curl's `--connect-to`), for downloads and robots.txt alike.
+        public var connectTo: [String] = []
         /// The clock and the sleep of the manager's one timer (retry delays, host slow-downs). Default ``Sleeper/real``.
         public var sleeper: Sleeper = .real
         /// The `User-Agent`. Default `mirror/<version> libcurl/<version>`.
@@ -126,6 +128,7 @@ public final class DownloadManager: Sendable {
         template.totalTimeout = configuration.timeout
         template.stall = configuration.stall
         template.maximumBodyBytes = configuration.maximumBytes
+        template.connectTo = configuration.connectTo
         context = DownloadContext(
             loader: self.loader,
             transferTemplate: template,

@@ -101,7 +101,9 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
         case .failure(.destinationFailed) where sink.writeError != nil:
             return .failed(.filesystem(sink.writeError!), retryable: false, retryAfter: nil, throttled: false)
         case let .failure(error):
-            return .failed(.transport(error), retryable: error.isTransient, retryAfter: nil, throttled: false)
+            // A timeout or a stall spent the attempt's time: not retried now (a dead host would hold a slot for
+            // retries × --timeout), filed transient for --retry-failed.
+            return .failed(.transport(error), retryable: error.isTransient && !error.spentItsTime, retryAfter: nil, throttled: false)
         case let .success(value):
             response = value
         }

@@ -122,7 +122,9 @@ public struct Pipeline: Sendable {
                 onEvent(.retrying(url, attempt: attempt, delay: delay, reason: reason))
             }
         }
-        let robots = configuration.honoursRobots ? RobotsGate(loader: manager.loader, userAgent: configuration.downloads.userAgent) : nil
+        let robots = configuration.honoursRobots ? RobotsGate(
+            loader: manager.loader, userAgent: configuration.downloads.userAgent, connectTo: configuration.downloads.connectTo
+        ) : nil
         let run = Run(pipeline: self, manager: manager, sink: sink, source: source, robots: robots, onEvent: onEvent)
         var sourceError: (any Error)?
         var exhausted = false

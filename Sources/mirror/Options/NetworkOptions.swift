@@ -19,6 +19,15 @@ struct NetworkOptions: ParsableArguments {
     @Option(help: "Retries of a failed image download (0–10), with backoff and Retry-After honoured; API requests have --api-retries.")
     var retries: Int = 3
 
+    @Option(help: "Give up on one attempt when under 1 kB arrives in this many seconds (default 20); filed transient, for --retry-failed.")
+    var stallTimeout: Double?
+
+    @Option(help: ArgumentHelp(
+        "Connect to another address for a host, as curl's --connect-to: HOST:PORT:CONNECT-TO-HOST:CONNECT-TO-PORT (repeatable; an empty HOST or PORT matches any).",
+        valueName: "host:port:host:port"
+    ))
+    var connectTo: [String] = []
+
     func validate() throws {
         guard (1...256).contains(concurrency) else { throw ValidationError("--concurrency must be between 1 and 256.") }
         guard (1...64).contains(perHost) else { throw ValidationError("--per-host must be between 1 and 64.") }
@@ -26,6 +35,12 @@ struct NetworkOptions: ParsableArguments {
         guard maxBytes.bytes >= 1024 else { throw ValidationError("--max-bytes must be at least 1KiB.") }
         if let timeout, !(timeout > 0 && timeout <= 86_400) {
             throw ValidationError("--timeout must be a number of seconds above 0.")
+        }
+        if let stallTimeout, !(stallTimeout >= 1 && stallTimeout <= 86_400) {
+            throw ValidationError("--stall-timeout must be a number of seconds, 1 or more.")
+        }
+        for entry in connectTo where entry.split(separator: ":", omittingEmptySubsequences: false).count < 4 {
+            throw ValidationError("--connect-to \(entry): give HOST:PORT:CONNECT-TO-HOST:CONNECT-TO-PORT")
         }
     }
 
@@ -36,6 +51,8 @@ struct NetworkOptions: ParsableArguments {
         configuration.maximumBytes = maxBytes.bytes
         configuration.timeout = timeout.map { .milliseconds(Int64($0 * 1000)) }
         configuration.retry.maximumRetries = retries
+        configuration.connectTo = connectTo
+        if let stallTimeout { configuration.stall.window = .milliseconds(Int64(stallTimeout * 1000)) }
         // For tests only (undocumented in --help): a short stall window, so that a stalled transfer is
         // caught in a second rather than the default 20 s. Ignored unless it is a number of seconds in 0.1…600.
         if let text = ProcessInfo.processInfo.environment["MIRROR_STALL_SECONDS"], let seconds = Double(text), (0.1...600).contains(seconds) {

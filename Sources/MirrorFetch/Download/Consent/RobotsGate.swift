@@ -34,11 +34,13 @@ public final class RobotsGate: Sendable {
     ///   - loader: The transport.
     ///   - agent: The product token rules are read for. Default `mirror`.
     ///   - userAgent: The `User-Agent` of the fetches.
-    public init(loader: any HTTPLoading, agent: String = "mirror", userAgent: String = MirrorVersion.userAgent) {
+    ///   - connectTo: Where to connect instead of the URL's host (curl's `--connect-to`), as the downloads do.
+    public init(loader: any HTTPLoading, agent: String = "mirror", userAgent: String = MirrorVersion.userAgent, connectTo: [String] = []) {
         self.loader = loader
         self.agent = agent
         var template = TransferRequest(url: URL(string: "http://localhost/robots.txt")!)
         template.userAgent = userAgent
+        template.connectTo = connectTo
         template.maximumBodyBytes = 500 * 1024
         template.totalTimeout = .seconds(30)
         self.template = template

@@ -1,0 +1,105 @@
+import Foundation
+import MirrorTestSupport
+import Testing
+
+/// A run always ends: servers that drip a byte a second or never answer are given up on after `--timeout`, filed
+/// transient, and the run ends with every good row saved and its last shard complete. Every host is a name of its
+/// own (`--connect-to` sends them all to one loopback server), so that the bad ones do not share the good host's
+/// per-host slots.
+@Suite("mirror urls never hangs, end to end", .serialized)
+struct NeverHangTests {
+    static let good = 1_000
+    static let timeout = 4.0
+
+    /// Row `index` of the table: every 25th is bad, alternately a drip-feed and a silent server, on a host of its own.
+    enum Row: Equatable {
+        case good(Int), drip(Int), silent(Int)
+    }
+
+    static var rows: [Row] {
+        var rows: [Row] = []
+        var bad = 0
+        for index in 0..<good {
+            if index % 25 == 12 {
+                rows.append(bad % 2 == 0 ? .drip(bad) : .silent(bad))
+                bad += 1
+            }
+            rows.append(.good(index))
+        }
+        return rows
+    }
+
+    private func serve() throws -> TestServer {
+        let server = try TestServer.start()
+        for case let .good(index) in Self.rows {
+            server.route("/g/\(index).png", .ok(TestImages.png(width: 20 + index % 20, height: 20, seed: UInt64(index)), contentType: "image/png"))
+        }
+        let png = TestImages.png(width: 300, height: 300, seed: 7)
+        for row in Self.rows {
+            switch row {
+            case let .drip(number):
+                server.route("/d/\(number).png", Response(headers: [("Content-Type", "image/png")], body: .drip(png, chunkSize: 1, interval: .seconds(1))))
+            case let .silent(number):
+                server.route("/s/\(number).png", Response(headers: [("Content-Type", "image/png")], body: .bytes(png), latency: .seconds(3600)))
+            case .good:
+                break
+            }
+        }
+        return server
+    }
+
+    private func table(_ server: TestServer, rows: [Row]) -> String {
+        rows.map { row in
+            switch row {
+            case let .good(index): "http://good.test:\(server.port)/g/\(index).png"
+            case let .drip(number): "http://drip-\(number).test:\(server.port)/d/\(number).png"
+            case let .silent(number): "http://silent-\(number).test:\(server.port)/s/\(number).png"
+            }
+        }.joined(separator: "\n") + "\n"
+    }
+
+    @Test func dripFeedAndSilentServersEndWithinTheTimeout() async throws {
+        let server = try serve()
+        defer { server.stop() }
+        let work = TemporaryFolder()
+        func run(_ rows: [Row], into name: String) async throws -> (MirrorBinary.Run, Double) {
+            let file = work.file(name + ".txt")
+            try table(server, rows: rows).write(to: file, atomically: true, encoding: .utf8)
+            let started = ContinuousClock.now
+            let run = try await MirrorBinary.run([
+                "urls", file.path, "--out", work.file(name).path, "--format", "webdataset", "--shard-size", "100",
+                "--encode", "keep", "--timeout", String(Self.timeout), "--connect-to", "::127.0.0.1:\(server.port)", "--json", "--quiet",
+            ])
+            let elapsed = ContinuousClock.now - started
+            return (run, Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+        }
+
+        // Given the good rows alone, as a baseline of this machine's speed
+        let (baseline, alone) = try await run(Self.rows.filter { if case .good = $0 { true } else { false } }, into: "good")
+        #expect(baseline.status == 0, "\(baseline.stderr.suffix(400))")
+
+        // When 40 drip-feed and silent servers are among them
+        let (mixed, seconds) = try await run(Self.rows, into: "mixed")
+
+        // Then the run ends within the timeout of the baseline (plus a margin for the bad rows' robots.txt and a loaded
+        // machine), not after retries × timeout, and exits 5: failures that may pass later
+        #expect(seconds < alone + Self.timeout + 6, "took \(seconds) s; the good rows alone \(alone) s")
+        #expect(mixed.status == 5, "\(mixed.stderr.suffix(400))")
+        let summary = (try? JSONSerialization.jsonObject(with: Data(mixed.stdout.utf8))) as? [String: Any] ?? [:]
+        #expect(summary["saved"] as? Int == Self.good)
+        #expect(summary["missingTransient"] as? Int == 40 && summary["missingPermanent"] as? Int == 0)
+        #expect((summary["failures"] as? [String: Int]) == ["timeout": 40], "\(summary)")
+
+        // And no bad row was asked for twice, and every shard is complete: 1,040 rows in 11 stats files
+        for row in Self.rows {
+            switch row {
+            case let .drip(number): #expect(server.requestCount(path: "/d/\(number).png") == 1)
+            case let .silent(number): #expect(server.requestCount(path: "/s/\(number).png") == 1)
+            case .good: break
+            }
+        }
+        let names = try FileManager.default.contentsOfDirectory(atPath: work.file("mixed").path)
+        #expect(names.filter { $0.hasSuffix("_stats.json") }.count == 11)
+        #expect(names.filter { $0.hasSuffix(".tar") }.count == 11)
+    }
+}
