@@ -1,7 +1,8 @@
 """Judges mirror's dataset outputs by their real readers: the `webdataset` package and Hugging Face `datasets`.
 
 Run by scripts/check-datasets (which makes the virtualenv and builds mirror). Everything is local: the images are
-served by Python's http.server on loopback, the search by mirror-emulator.
+served by Python's http.server on loopback (mirrorscripts.serve_files, which can answer 503 as a host that is down),
+the search by mirror-emulator.
 
 The served corpus is mixed the way real hosts serve it, every file distinct (seeded noise) and of its own size
 (40–300 px a side, some square, some smaller and some larger than the 64 px resize target): half JPEG (RGB, a few
@@ -19,6 +20,11 @@ What it proves:
   its `NNNNN_stats.json`, and the stats add up to the table's rows.
 - `--encode keep` shards keep the served bytes under their own extensions, which `webdataset` reads (`datasets`
   cannot load mixed extensions; that is documented, not checked).
+- `--retry-failed`: a run while the host answers 503 for a third of the image rows of shards 1 and 3 (`--retries 0`)
+  exits 5 and files them transient (records' `reason` http-503, `transient` true); once the host recovers, a run with
+  `--retry-failed` requests those rows once more and no other (no 404 row), exits 3 (the 404s and bad rows remain),
+  rewrites only shards 1 and 3 (the others keep their bytes and mtimes), and both readers read the merged shards as
+  they read the first section's: each key exactly once, in row order, every row but the 404s and the bad ones.
 - `--format folder` (bytes as served) and `--format folder --resize center-crop --size 64` (each format kept, GIF as
   PNG) load with `datasets.load_dataset("imagefolder")` with their captions and recorded sizes.
 - Labelled folders (`--queries`, against mirror-emulator) load with their labels; the README's Parquet recipe works.
@@ -42,12 +48,13 @@ import datasets
 import webdataset as wds
 from PIL import Image, ImageStat
 
-from mirrorscripts import Checks, emulator_environment, free_port, stop, wait_for_port
+from mirrorscripts import Checks, emulator_environment, free_port, requests_logged, start_file_server, stop
 
 MIRROR = sys.argv[1]
 EMULATOR = sys.argv[2]
 ROWS = 300
 SHARD_ROWS = 64
+FLAKY_SHARDS = (1, 3)  # the shards whose rows answer 503 at first in the --retry-failed section
 SIZE = 64  # the --size of the resized runs
 EXTENSIONS = {"jpeg": "jpg", "png": "png", "webp": "webp", "gif": "gif"}
 datasets.disable_progress_bars()
@@ -228,10 +235,12 @@ def url_of(index):
 
 
 def mirror(arguments, expected_status, env):
+    """Runs mirror and checks its exit status; returns the completed process."""
     run = subprocess.run([MIRROR, *arguments], capture_output=True, text=True, env=env)
     shown = " ".join(argument.replace(work + os.sep, "") for argument in arguments)
     found = "" if run.returncode == expected_status else f": {run.returncode} {run.stderr[-300:]}"
     check(run.returncode == expected_status, f"mirror {shown} exits {expected_status}{found}")
+    return run
 
 
 def served_of(key):
@@ -406,6 +415,65 @@ def webdataset_keep():
                "webdataset decodes every image (jpg, png, webp, gif) at its served size", lambda s: s["__key__"])
 
 
+def webdataset_retry_failed():
+    """A run while the host answers 503 for a third of the image rows of shards 1 and 3, then `--retry-failed` once it
+    has recovered: only those two shards are written anew, and both readers read the merged shards whole."""
+    out = os.path.join(work, "shards-retry")
+    flaky = [i for i in sorted(SERVED) if i // SHARD_ROWS in FLAKY_SHARDS and i % 3 == 0]
+    paths = sorted("/" + SERVED[i].name for i in flaky)
+    shard_names = [f"{n:05d}{suffix}" for n in range((ROWS + SHARD_ROWS - 1) // SHARD_ROWS)
+                   for suffix in (".tar", ".jsonl", "_stats.json")]
+    arguments = ["urls", table, "--out", out, "--format", "webdataset", "--shard-size", str(SHARD_ROWS),
+                 "--keep-cols", "source", "--quiet", "--json", "--retries", "0"]
+    with open(UNAVAILABLE, "w") as handle:
+        handle.write("\n".join(paths) + "\n")
+    try:
+        first = mirror(arguments, 5, env)
+    finally:
+        os.remove(UNAVAILABLE)
+    summary = json.loads(first.stdout.strip().splitlines()[-1])
+    check(summary.get("failures", {}).get("http-503") == len(flaky) and summary.get("transientFailures") == len(flaky),
+          f"the first run filed the {len(flaky)} rows that answered 503 as transient failures: "
+          f"failures {summary.get('failures')}, transientFailures {summary.get('transientFailures')}")
+    lines = [json.loads(line) for n in sorted(os.listdir(out)) if n.endswith(".jsonl") for line in open(os.path.join(out, n))]
+    refused = sorted(int(line["key"]) for line in lines if line.get("reason") == "http-503" and line.get("transient") is True)
+    check(refused == flaky, f"the records file the {len(refused)} rows that answered 503 with reason http-503 and transient true")
+    before = {name: (os.stat(os.path.join(out, name)).st_mtime_ns, open(os.path.join(out, name), "rb").read())
+              for name in shard_names}
+
+    start = requests_logged(IMAGE_LOG)[1]
+    retry = mirror(arguments + ["--retry-failed"], 3, env)
+    requested = [r for r in requests_logged(IMAGE_LOG, start)[0] if r[1] != "/robots.txt"]
+    summary = json.loads(retry.stdout.strip().splitlines()[-1])
+    got = {k: summary.get(k) for k in ("saved", "shardsRewritten", "missingTransient")}
+    want = {"saved": len(flaky), "shardsRewritten": len(FLAKY_SHARDS), "missingTransient": 0}
+    check(got == want, f"--retry-failed saved the rows that answered 503 and rewrote their shards: {got}, {want} expected")
+    check(sorted(path for _, path, _ in requested) == paths,
+          f"--retry-failed requested each of those {len(paths)} rows once, and no other (no 404 row): {len(requested)} requests")
+    after = {name: (os.stat(os.path.join(out, name)).st_mtime_ns, open(os.path.join(out, name), "rb").read())
+             for name in shard_names}
+    steady = [name for name in shard_names if int(name[:5]) not in FLAKY_SHARDS]
+    touched = [name for name in steady if before[name] != after[name]]
+    check(not touched, f"the shards without a 503 row are not touched (same bytes, same mtime): {touched or len(steady)} files")
+    same = [name for name in shard_names if int(name[:5]) in FLAKY_SHARDS and before[name][1] == after[name][1]]
+    check(not same, f"shards {list(FLAKY_SHARDS)} were rewritten (tar, jsonl and stats)" + (f"; unchanged: {same}" if same else ""))
+
+    # The merged shards by their readers: every check of the first section, and each key once, in row order
+    check_jpeg_shards(out, None)
+    tars = sorted(os.path.join(out, name) for name in os.listdir(out) if name.endswith(".tar"))
+    keys = loads("webdataset reads the rewritten shards", lambda: [s["__key__"] for s in wds.WebDataset(tars, shardshuffle=False)])
+    missing = sum(1 for i in range(ROWS) if kind(i) == "missing")
+    bad = sum(1 for i in range(ROWS) if kind(i) == "bad")
+    check(keys == [f"{i:09d}" for i in sorted(SERVED)],
+          f"webdataset reads each key exactly once, in row order: {len(keys)} samples = {ROWS} rows - {missing} 404s - {bad} bad rows"
+          + ("" if len(keys) == len(set(keys)) else f"; {len(keys) - len(set(keys))} keys twice"))
+    hf = loads('datasets.load_dataset("webdataset") loads the rewritten shards',
+               lambda: datasets.load_dataset("webdataset", data_files={"train": tars}, split="train"))
+    hf_keys = list(hf["__key__"])
+    check(sorted(hf_keys) == [f"{i:09d}" for i in sorted(SERVED)],
+          f"datasets' webdataset loader reads each key exactly once: {len(hf_keys)} rows, {len(set(hf_keys))} distinct")
+
+
 def read_folder(out):
     """The folder as imagefolder loads it, and its manifest's records by key."""
     hf = loads('datasets.load_dataset("imagefolder") loads the folder',
@@ -492,11 +560,11 @@ def parquet_recipe():
 
 
 port = free_port()
-server = subprocess.Popen(
-    [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", served_directory],
-    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-)
-wait_for_port(port, server)
+# http.server in a process of its own (mirrorscripts.serve_files): it logs every request, and answers 503 for the
+# paths UNAVAILABLE lists while that file exists (the --retry-failed section)
+UNAVAILABLE = os.path.join(work, "unavailable.txt")
+IMAGE_LOG = os.path.join(work, "image-requests.log")
+server = start_file_server(served_directory, port, unavailable=UNAVAILABLE, log=IMAGE_LOG)
 
 table = os.path.join(work, "table.csv.gz")
 with gzip.open(table, "wt", newline="") as handle:
@@ -513,6 +581,7 @@ try:
     section("WebDataset shards, no --encode: every image KEY.jpg at its served size", webdataset_as_served_size)
     section(f"WebDataset shards, --resize center-crop --size {SIZE}: every image KEY.jpg, {SIZE}×{SIZE}", webdataset_resized)
     section("WebDataset shards, --encode keep: the served bytes, mixed extensions (webdataset only)", webdataset_keep)
+    section("WebDataset shards with rows that answered 503, then --retry-failed once the host recovered", webdataset_retry_failed)
     section("Folder (imagefolder, with metadata.jsonl → manifest.jsonl): the served bytes", folder_as_served)
     section(f"Folder, --resize center-crop --size {SIZE}: formats kept, GIF as PNG", folder_resized)
     section("Labelled folders (--queries)", labelled_folders)

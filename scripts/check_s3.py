@@ -10,7 +10,8 @@ user may assume with its own s3:* policy (for the session-token check), and the 
 signature-checked, which the script proves before it starts (a wrong secret gets 403
 SignatureDoesNotMatch). The images — distinct PNGs made with the standard library (mirrorscripts.png), a fifth of
 them about 1 MB so that a 40-row shard passes 5 MiB and goes up in parts — and a few missing ones are served by
-Python's http.server, in a process of its own. moto does not compare x-amz-content-sha256 with the body (real S3
+Python's http.server, in a process of its own (mirrorscripts.serve_files: it logs every request, and answers 503
+for the paths a file lists while that file exists, a host that is down and then recovers). moto does not compare x-amz-content-sha256 with the body (real S3
 does), and is laxer than S3 about the form of the signed path and query; two runs go through a small proxy here that
 checks both.
 
@@ -31,8 +32,17 @@ check; it exits 1 if any failed):
   h. through a checking proxy: every signed payload hash matches its body (moto does not check), and every request's
      path and query are sent in SigV4 canonical form (curl signs them as sent; real S3 recomputes that form), for a
      plain prefix and for a nested one with a space, + ( ) ~ and ü
-  i. a nested prefix with a space and non-ASCII letters, and its rerun
+  i. a nested prefix with a space and non-ASCII letters, and its rerun (writes nothing; exits 3, the 404 rows missing)
   j. no secret in the files mirror left on disk (state folders, the default one under the XDG cache)
+  k. --retry-failed into S3: a table of its own (5 shards of 20 rows) whose host answers 503 for a fifth of the rows,
+     all in shards 1 and 3, and 404 for 5 %; the first run (--retries 0) exits 5 with every record's reason and
+     transient and every stats' transient count; mirror status shows the transient and permanent lines and exits 3;
+     a rerun without the flag exits 3 with missingTransient and missingPermanent, requests no image and writes
+     nothing; once the host recovers, --retry-failed exits 3 (the 404s remain), requests each 503 row once and no
+     404 row, rewrites shards 1 and 3 whole (tar, jsonl, stats last; shard 1's tar, past 5 MiB, in parts) and leaves
+     the others' three objects as they were (ETag and LastModified); each tar read back (tarfile, and webdataset if
+     the virtualenv has it) holds each row once, in row order; then --retry-failed all requests the 404 rows again
+     and writes nothing
   and the throughput of S3 runs (5 MiB parts, and the default part size) against the same runs into a local folder,
   on this table and on a larger one of 500 images (CHECK_S3_THROUGHPUT_IMAGES), beside boto3's own upload of the
   same files to the same moto_server (its ceiling here).
@@ -58,7 +68,12 @@ import tempfile
 import threading
 import time
 
-from mirrorscripts import CheckFailed, Checks, free_port, png, stop, wait_for_port
+import boto3
+import botocore.config
+import botocore.exceptions
+
+from mirrorscripts import (CheckFailed, Checks, free_port, png, requests_logged, start_file_server, stop,
+                           wait_for_port)
 
 SHARD = 40
 PART = 5 * 1024 * 1024
@@ -66,37 +81,6 @@ BUCKET = "mirror-check"
 IMAGES = 120
 MISSING_AT = (7, 50, 93, 118)  # table positions of the 404 rows
 REGION = "us-east-1"
-
-
-# ---------------------------------------------------------------- image server (a process of its own)
-
-def serve(directory, port):
-    """Serves `directory` on loopback; `/slow/NAME` is NAME after a 40 ms pause (for the kill check's retries)."""
-
-    class Handler(http.server.SimpleHTTPRequestHandler):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, directory=directory, **kwargs)
-
-        def do_GET(self):
-            if self.path.startswith("/slow/"):
-                time.sleep(0.04)
-                self.path = self.path[len("/slow"):]
-            super().do_GET()
-
-        def log_message(self, *args):
-            pass
-
-    http.server.ThreadingHTTPServer.daemon_threads = True
-    http.server.ThreadingHTTPServer(("127.0.0.1", int(port)), Handler).serve_forever()
-
-
-if __name__ == "__main__" and len(sys.argv) == 4 and sys.argv[1] == "--serve":
-    serve(sys.argv[2], sys.argv[3])
-    sys.exit(0)
-
-import boto3  # noqa: E402  (the server mode above needs only the standard library)
-import botocore.config  # noqa: E402
-import botocore.exceptions  # noqa: E402
 
 MIRROR = os.path.abspath(sys.argv[1])
 runs = []         # every mirror run, for the report
@@ -143,10 +127,12 @@ SAVED = IMAGES
 IMAGE_BYTES = sum(size for _, size in digests.values())
 SHARDS = (ROWS + SHARD - 1) // SHARD
 
+# The image server (mirrorscripts.serve_files, a process of its own): `/slow/NAME` is NAME after 40 ms (for the kill
+# check's retries); while UNAVAILABLE exists, the paths it lists answer 503 (check k); every request is logged.
+UNAVAILABLE = os.path.join(work, "unavailable.txt")
+IMAGE_LOG = os.path.join(work, "image-requests.log")
 image_port = free_port()
-image_server = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--serve", served, str(image_port)],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-wait_for_port(image_port, image_server)
+image_server = start_file_server(served, image_port, unavailable=UNAVAILABLE, log=IMAGE_LOG)
 
 
 def write_table(path, url_prefix=""):
@@ -308,6 +294,14 @@ def run(label, argv, env):
 
 def describe(process):
     return f"command: {getattr(process, 'command', '?')}\nexit {process.returncode}; stderr: {process.stderr.strip()[-1500:]!r}; stdout: {process.stdout.strip()[-500:]!r}"
+
+
+def summary_of(process):
+    """The --json summary a run printed last on stdout ({} if none)."""
+    try:
+        return json.loads(process.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return {}
 
 
 def list_prefix(prefix, s3client=None):
@@ -868,7 +862,10 @@ def check_i():
     check(process.returncode == 3, f"i: s3://{BUCKET}/{prefix} exits 3", describe(process))
     check_shards(read_shards(s3_files(prefix)), "i")
     process = run("i: its rerun", mirror_argv(f"s3://{BUCKET}/{prefix}", state_dir("nested")), s3_env(MIRROR_S3_PART_SIZE=str(PART)))
-    check(process.returncode == 0 and not writes(process.requests, "nested"), "i: its rerun writes nothing and exits 0",
+    # a rerun exits 3 while rows are missing (the 404 rows: missingPermanent), as a rerun of a folder does
+    missing = summary_of(process).get("missingPermanent")
+    check(process.returncode == 3 and missing == len(MISSING_AT) and not writes(process.requests, "nested"),
+          f"i: its rerun writes nothing and exits 3 (missingPermanent {missing}: the {len(MISSING_AT)} 404 rows)",
           describe(process) + f"\nwrites: {writes(process.requests, 'nested')[:5]}")
 
 
@@ -886,6 +883,268 @@ def check_j():
                 scanned += 1
                 found += [path.replace(work, "$WORK") for value in secrets if value and value.encode() in data]
     check(scanned > 0 and not found, f"j: no secret or session token in the {scanned} files of the state folders", "\n".join(found[:5]))
+
+
+# ---------------------------------------------------------------- k. --retry-failed
+
+K_SHARD = 20
+K_ROWS = 100  # five shards of 20
+K_404 = (4, 31, 47, 66, 93)  # 5 %: shards 0, 1, 2, 3 and 4
+# 20 %, all in shards 1 and 3 (shards 0, 2 and 4 have none): the even rows of shard 1, the odd ones of shard 3
+K_503 = tuple(p for p in range(20, 40) if p % 2 == 0) + tuple(p for p in range(60, 80) if p % 2 == 1)
+K_BIG = (20, 22, 24, 26, 29, 33, 35, 61)  # ~1 MB each: shard 1's tar passes 5 MiB once its 503 rows are in
+K_PREFIX = "retry"
+
+
+def k_table():
+    """The table of check k: (url, caption, sha256 or None) by position; its images under served/k/."""
+    os.makedirs(os.path.join(served, "k"), exist_ok=True)
+    rows = []
+    for position in range(K_ROWS):
+        if position in K_404:
+            rows.append((f"http://127.0.0.1:{image_port}/k/missing-{position}.png", f"k missing {position}", None))
+            continue
+        # make_image(n) is ~1 MB of noise when n % 5 == 0, a small gradient otherwise; all distinct from the others
+        data = make_image(20_000 + 5 * position + (0 if position in K_BIG else 1))
+        with open(os.path.join(served, "k", f"{position}.png"), "wb") as handle:
+            handle.write(data)
+        rows.append((f"http://127.0.0.1:{image_port}/k/{position}.png", f"k image {position}", hashlib.sha256(data).hexdigest()))
+    return rows
+
+
+def image_requests(start):
+    """The image server's requests since offset `start`, robots.txt left out."""
+    return [r for r in requests_logged(IMAGE_LOG, start)[0] if r[1] != "/robots.txt"]
+
+
+def shard_key_of(path):
+    match = re.search(rf"/{K_PREFIX}/(\d{{5}})(\.tar|\.jsonl|_stats\.json)(?:\?|$)", path)
+    return (int(match[1]), match[2]) if match else None
+
+
+def check_k_shards(label, shards, rows, retried):
+    """Every shard of check k: the jsonl has every row once with its status, reason and transient; the tar holds each
+    saved row once, in row order (png, json, txt), the served bytes; the stats count it. `retried`: the 503 rows are in."""
+    check(sorted(shards) == list(range(K_ROWS // K_SHARD)) and all({"tar", "jsonl", "stats"} <= set(s) for s in shards.values()),
+          f"{label}: shards 0…{K_ROWS // K_SHARD - 1}, each with its .tar, .jsonl and _stats.json",
+          f"found {[(n, sorted(s)) for n, s in sorted(shards.items())]}")
+    bad_lines, bad_tars, bad_stats = [], [], []
+    for number, shard in sorted(shards.items()):
+        positions = list(range(number * K_SHARD, (number + 1) * K_SHARD))
+        lines = shard["jsonl"]
+        if [line.get("key") for line in lines] != [f"{p:09d}" for p in positions]:
+            bad_lines.append(f"shard {number}: keys {[line.get('key') for line in lines]}")
+            continue
+        for position, line in zip(positions, lines):
+            url, _, digest = rows[position]
+            if digest is None:
+                want = ("failed", "http-404", False)
+            elif position in K_503 and not retried:
+                want = ("failed", "http-503", True)
+            else:
+                want = ("success", None, False)
+            got = (line.get("status"), line.get("reason", "<absent>"), line.get("transient", "<absent>"))
+            if got != want or line.get("url") != url:
+                bad_lines.append(f"row {position}: (status, reason, transient) {got}, want {want}; url {line.get('url')}")
+        saved = [p for p in positions if rows[p][2] is not None and (retried or p not in K_503)]
+        want_order = [f"{p:09d}.{ext}" for p in saved for ext in ("png", "json", "txt")]
+        order = shard["order"]
+        if sorted(order) != sorted(want_order):
+            extra = sorted(set(order) - set(want_order))
+            lacking = sorted(set(want_order) - set(order))
+            doubled = sorted({m for m in order if order.count(m) > 1})
+            bad_tars.append(f"shard {number}: extra members {extra[:6]}, missing {lacking[:6]}, twice {doubled[:6]}")
+        else:
+            keys = [m.split(".")[0] for m in order]
+            runs_of_keys = [k for i, k in enumerate(keys) if i == 0 or keys[i - 1] != k]
+            if runs_of_keys != [f"{p:09d}" for p in saved]:
+                bad_tars.append(f"shard {number}: samples not each once in row order: {runs_of_keys}")
+        for position in saved:
+            key, (url, caption, digest) = f"{position:09d}", rows[position]
+            image = shard["tar"].get(f"{key}.png")
+            if image is None or hashlib.sha256(image).hexdigest() != digest:
+                bad_tars.append(f"{key}.png: {'missing' if image is None else f'{len(image)} bytes, sha256 differs from the served file'}")
+            if shard["tar"].get(f"{key}.txt", b"").decode("utf-8", "replace") != caption:
+                bad_tars.append(f"{key}.txt: {shard['tar'].get(f'{key}.txt')!r}, want {caption!r}")
+            record = json.loads(shard["tar"].get(f"{key}.json") or b"{}")
+            if record.get("url") != url or record.get("key") != key:
+                bad_tars.append(f"{key}.json: url {record.get('url')} key {record.get('key')}")
+        missing_404 = sum(1 for p in positions if rows[p][2] is None)
+        missing_503 = 0 if retried else sum(1 for p in positions if p in K_503)
+        failures = {reason: n for reason, n in (("http-404", missing_404), ("http-503", missing_503)) if n}
+        want = {"shard": number, "rows": K_SHARD, "saved": len(saved), "failed": missing_404 + missing_503,
+                "transient": missing_503, "failures": failures}
+        got = {k: shard["stats"].get(k) for k in want}
+        if got != want:
+            bad_stats.append(f"shard {number}: {got} != {want}")
+    check(not bad_lines, f"{label}: each .jsonl has its shard's rows in order, each with status, reason and transient "
+          f"(http-503 transient, http-404 not, null and false for a saved row)", "\n".join(bad_lines[:8]))
+    check(not bad_tars, f"{label}: each tar read back with tarfile holds each saved row once (png, json, txt), in row "
+          "order, the served bytes and the row's caption and record", "\n".join(bad_tars[:8]))
+    check(not bad_stats, f"{label}: each stats object counts its shard (saved, failed, failures, transient)", "\n".join(bad_stats[:8]))
+
+
+def status_of(label, target, env):
+    process = run(label, [MIRROR, "status", target], env)
+    transient = re.search(r"^\s*transient (\d+)\b", process.stdout, re.M)
+    permanent = re.search(r"^\s*permanent (\d+)\b", process.stdout, re.M)
+    return process, (int(transient[1]) if transient else 0), (int(permanent[1]) if permanent else 0)
+
+
+def check_k():
+    rows = k_table()
+    source = os.path.join(work, "k.csv")
+    import csv
+    with open(source, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["url", "caption"])
+        writer.writerows((url, caption) for url, caption, _ in rows)
+    shard_count = K_ROWS // K_SHARD
+    flaky_shards = sorted({p // K_SHARD for p in K_503})
+    steady_shards = [n for n in range(shard_count) if n not in flaky_shards]
+    paths = lambda positions: sorted(rows[p][0].split(str(image_port), 1)[1] for p in positions)
+    print(f"  {K_ROWS} rows in {shard_count} shards of {K_SHARD}: {len(K_503)} answer 503 (shards {flaky_shards}) until "
+          f"the server recovers, {len(K_404)} answer 404; shards {steady_shards} have no 503 row")
+    target = f"s3://{BUCKET}/{K_PREFIX}"
+    env = s3_env(MIRROR_S3_PART_SIZE=str(PART))
+
+    def argv(*extra):
+        words = mirror_argv(target, state_dir(K_PREFIX), source)
+        words[words.index("--shard-size") + 1] = str(K_SHARD)
+        return words + ["--retries", "0", *extra]
+
+    # 1. the host answers 503 for a fifth of the rows
+    with open(UNAVAILABLE, "w") as handle:
+        handle.write("\n".join(paths(K_503)) + "\n")
+    start = requests_logged(IMAGE_LOG)[1]
+    first = run("k: first run, 503 for 20 % of the rows (--retries 0)", argv(), env)
+    summary = summary_of(first)
+    requested = image_requests(start)
+    check(first.returncode == 5, "k: the first run exits 5 (rows failed on the server and may work later)", describe(first))
+    want = {"saved": K_ROWS - len(K_503) - len(K_404), "failed": len(K_503) + len(K_404),
+            "failures": {"http-503": len(K_503), "http-404": len(K_404)}, "transientFailures": len(K_503)}
+    check({k: summary.get(k) for k in want} == want, f"k: its --json summary counts {want}", describe(first))
+    refused = sorted(p for _, p, status in requested if status == 503)
+    check(refused == paths(K_503), f"k: each 503 row was requested once (--retries 0): {len(refused)} requests answered 503",
+          f"503 answers {refused[:6]}…, want {paths(K_503)[:6]}…")
+    check(not uploads_under(K_PREFIX), "k: no multipart upload is left open")
+    check_k_shards("k (first run)", read_shards(s3_files(K_PREFIX)), rows, retried=False)
+
+    status, transient, permanent = status_of("k: mirror status before the retry", target, s3_env())
+    print("  " + "\n  ".join(status.stdout.rstrip().splitlines()))
+    check(status.returncode == 3, "k: mirror status exits 3 (rows failed)", describe(status))
+    check((transient, permanent) == (len(K_503), len(K_404)),
+          f"k: mirror status shows a transient line ({transient}, want {len(K_503)}) and a permanent line "
+          f"({permanent}, want {len(K_404)})", describe(status))
+
+    # 2. a rerun without --retry-failed: nothing settled is downloaded again, nothing written, exit 3
+    before = snapshot(K_PREFIX)
+    time.sleep(1.2)  # LastModified has whole seconds
+    start = requests_logged(IMAGE_LOG)[1]
+    rerun = run("k: rerun without --retry-failed", argv(), env)
+    summary = summary_of(rerun)
+    check(rerun.returncode == 3, "k: a rerun without --retry-failed exits 3 while rows are missing", describe(rerun))
+    check((summary.get("missingTransient"), summary.get("missingPermanent")) == (len(K_503), len(K_404)),
+          f"k: its summary has missingTransient {summary.get('missingTransient')} and missingPermanent "
+          f"{summary.get('missingPermanent')} ({len(K_503)} and {len(K_404)} expected)", describe(rerun))
+    requested = image_requests(start)
+    check(not requested, f"k: the rerun requested no image (the server logged {len(requested)})", f"{requested[:8]}")
+    written = writes(rerun.requests, K_PREFIX)
+    check(not written and snapshot(K_PREFIX) == before, "k: the rerun wrote nothing (moto's log; ETag and LastModified)",
+          f"{written[:6]}")
+
+    # 3. the host recovers; --retry-failed downloads the 503 rows again, and only those
+    os.remove(UNAVAILABLE)
+    start = requests_logged(IMAGE_LOG)[1]
+    retry = run("k: --retry-failed after the server recovered", argv("--retry-failed"), env)
+    summary = summary_of(retry)
+    requested = image_requests(start)
+    measurements["retry_failed"] = {"seconds": round(retry.seconds, 2), "summary": summary,
+                                    "image_requests": len(requested), "writes": [r[:2] for r in writes(retry.requests, K_PREFIX)]}
+    check(retry.returncode == 3, "k: the --retry-failed run exits 3 (the 404 rows are still missing)", describe(retry))
+    want = {"saved": len(K_503), "failed": 0, "shardsRewritten": len(flaky_shards), "missingTransient": 0,
+            "missingPermanent": len(K_404)}
+    check({k: summary.get(k) for k in want} == want, f"k: its --json summary has {want}",
+          f"{ {k: summary.get(k) for k in want} }\n" + describe(retry))
+    again = sorted(p for _, p, _ in requested)
+    check(again == paths(K_503) and all(status == 200 for _, _, status in requested),
+          f"k: it requested each 503 row once more and nothing else ({len(again)} requests; no 404 row)",
+          f"requested {again[:8]}…; 404 rows among them: {[p for p in again if 'missing' in p]}")
+    after = snapshot(K_PREFIX)
+    suffixes = (".tar", ".jsonl", "_stats.json")
+    steady_keys = [f"{K_PREFIX}/{n:05d}{s}" for n in steady_shards for s in suffixes]
+    flaky_keys = [f"{K_PREFIX}/{n:05d}{s}" for n in flaky_shards for s in suffixes]
+    none = (None, None, None)
+    touched = [k for k in steady_keys if before.get(k, none)[:2] != after.get(k, none)[:2]]
+    check(all(k in before for k in steady_keys) and not touched,
+          f"k: the shards without a 503 row ({steady_shards}) keep their tar, jsonl and stats: same ETag and LastModified",
+          "\n".join(f"{k}: {before.get(k)} -> {after.get(k)}" for k in touched[:6]))
+    unchanged = [k for k in flaky_keys if k not in before or k not in after or before[k][0] == after[k][0]
+                 or after[k][1] <= before[k][1]]
+    check(not unchanged, f"k: the shards that held 503 rows ({flaky_shards}) were rewritten: new ETag and later "
+          "LastModified for each tar, jsonl and stats", "\n".join(f"{k}: {before.get(k)} -> {after.get(k)}" for k in unchanged))
+    shard_writes = [(shard_key_of(r[1]), r) for r in writes(retry.requests, K_PREFIX)]
+    stray = [r for key, r in shard_writes if key is not None and key[0] not in flaky_shards]
+    other = sorted({r[1].split("?")[0] for key, r in shard_writes if key is None})
+    check(not stray, f"k: moto logged no write to a shard without a 503 row", f"{stray[:6]}")
+    if other:
+        print(f"  note: the retry also wrote {other}")
+    out_of_order = []
+    for number in flaky_shards:
+        mine = [key[1] for key, _ in shard_writes if key and key[0] == number]
+        if not mine or mine[-1] != "_stats.json" or "_stats.json" in mine[:-1] or ".tar" not in mine or ".jsonl" not in mine:
+            out_of_order.append(f"shard {number}: writes {mine}")
+        elif max(i for i, k in enumerate(mine) if k == ".tar") > min(i for i, k in enumerate(mine) if k == ".jsonl"):
+            out_of_order.append(f"shard {number}: jsonl written before the tar was done: {mine}")
+    check(not out_of_order, "k: each rewritten shard went up whole: tar, then jsonl, then stats last", "\n".join(out_of_order))
+    check(not uploads_under(K_PREFIX), "k: no multipart upload is left open after the retry")
+    big = {k: v for k, v in after.items() if k.endswith(".tar") and v[2] > PART}
+    print(f"  tars after the retry: {', '.join(f'{k[len(K_PREFIX) + 1:]} {v[2] / 2**20:.2f} MiB' for k, v in sorted(after.items()) if k.endswith('.tar'))}")
+    check(big and all("-" in v[0] for v in big.values()), "k: a rewritten tar bigger than 5 MiB went up in parts (ETag …-N)",
+          f"{big}")
+    files = s3_files(K_PREFIX)
+    shards = read_shards(files)
+    check_k_shards("k (after --retry-failed)", shards, rows, retried=True)
+    sizes = json.loads(files.get("sizes.json", b"null"))
+    counted = {f"{n:05d}.tar": sum(1 for m in s["tar"] if m.endswith(".png")) for n, s in shards.items()}
+    check(sizes == counted, "k: sizes.json counts each tar's samples after the retry", f"sizes.json {sizes}, tars {counted}")
+    try:
+        import webdataset
+    except ImportError:
+        webdataset = None
+        print("  note: webdataset is not installed in this virtualenv; the tars were read with tarfile only")
+    if webdataset is not None:
+        folder = os.path.join(work, "k-tars")
+        os.makedirs(folder, exist_ok=True)
+        for name, data in files.items():
+            if name.endswith(".tar"):
+                with open(os.path.join(folder, name), "wb") as handle:
+                    handle.write(data)
+        keys = [s["__key__"] for s in webdataset.WebDataset(sorted(os.path.join(folder, n) for n in os.listdir(folder)),
+                                                             shardshuffle=False)]
+        want = [f"{p:09d}" for p in range(K_ROWS) if rows[p][2] is not None]
+        check(keys == want, f"k: webdataset reads {len(keys)} samples, each key once and in row order ({len(want)} expected)",
+              f"first keys {keys[:5]}")
+
+    status, transient, permanent = status_of("k: mirror status after the retry", target, s3_env())
+    check(status.returncode == 3 and (transient, permanent) == (0, len(K_404)),
+          f"k: mirror status after the retry exits 3 with no transient line and {len(K_404)} permanent "
+          f"(exit {status.returncode}, transient {transient}, permanent {permanent})", describe(status))
+
+    # 4. --retry-failed all tries the 404 rows again; no shard gains a sample, so none is written
+    before = snapshot(K_PREFIX)
+    time.sleep(1.2)
+    start = requests_logged(IMAGE_LOG)[1]
+    everything = run("k: --retry-failed all", argv("--retry-failed", "all"), env)
+    summary = summary_of(everything)
+    requested = image_requests(start)
+    check(everything.returncode == 3, "k: --retry-failed all exits 3 (the 404 rows fail again)", describe(everything))
+    check(sorted(p for _, p, _ in requested) == paths(K_404),
+          f"k: --retry-failed all requested the {len(K_404)} rows that failed for good, and only those",
+          f"requested {sorted(p for _, p, _ in requested)}")
+    check(summary.get("shardsRewritten") == 0 and not writes(everything.requests, K_PREFIX) and snapshot(K_PREFIX) == before,
+          "k: no shard gained a sample, so nothing was written (shardsRewritten 0; ETag and LastModified; moto's log)",
+          f"shardsRewritten {summary.get('shardsRewritten')}; writes {writes(everything.requests, K_PREFIX)[:6]}")
 
 
 def throughput_series(label, source, rows, images, image_bytes, shard_size, repetitions=3):
@@ -976,6 +1235,7 @@ try:
     section_if("h. payload hashes and canonical requests, through a checking proxy", check_h)
     section_if("i. a nested prefix with a space and non-ASCII", check_i)
     section_if("j. no secret on disk", check_j)
+    section_if("k. --retry-failed into S3", check_k)
     section_if("throughput", throughput)
 finally:
     stop(image_server)

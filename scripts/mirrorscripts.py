@@ -1,10 +1,12 @@
-"""What the Python scripts in scripts/ share: a PNG maker, loopback ports, stopping a server, mirror-emulator's
-variables, and the pass/fail reporter of the checking scripts.
+"""What the Python scripts in scripts/ share: a PNG maker, loopback ports, an image server that can play an
+overloaded host, stopping a server, mirror-emulator's variables, and the pass/fail reporter of the checking scripts.
 
 Standard library only: slurm_check.py runs on the system python3, the others in virtualenvs of their own. A script
 imports it by name (`from mirrorscripts import ...`): running a script by its path (`python3 scripts/x.py`, as every
 wrapper does) puts the script's own folder first on sys.path, whatever the working directory.
 """
+import http.server
+import os
 import signal
 import socket
 import struct
@@ -56,6 +58,87 @@ def wait_for_port(port, process=None, timeout=30.0, host="127.0.0.1"):
             if time.monotonic() > deadline:
                 raise RuntimeError(f"nothing listens on {host}:{port} after {timeout:g} s") from None
             time.sleep(0.05)
+
+
+def serve_files(directory, port, unavailable=None, log=None):
+    """Serves `directory` on 127.0.0.1:`port` with http.server (threaded) until the process ends; meant for a
+    process of its own: `python scripts/mirrorscripts.py --serve DIR PORT [--unavailable FILE] [--log FILE]`.
+
+    - `/slow/NAME` is NAME after a 40 ms pause.
+    - While the file `unavailable` exists, every path it lists (one a line, as requested: `/NAME`, `/slow/NAME`) is
+      answered 503 Service Unavailable, as an overloaded host answers; delete the file and the host has recovered.
+      The file is read on each request, so the list can change while the server runs.
+    - `log`, if given, gets one line per request answered: `METHOD PATH STATUS` (the path as requested).
+    """
+    import threading
+    lock = threading.Lock()
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, directory=directory, **kwargs)
+
+        def refused(self):
+            if unavailable is None:
+                return False
+            try:
+                with open(unavailable, encoding="utf-8") as handle:
+                    listed = {line.strip() for line in handle}
+            except FileNotFoundError:
+                return False
+            return self.path.split("?")[0] in listed
+
+        def answer(self, send):
+            if self.refused():
+                self.send_error(503, "Service Unavailable")
+                return
+            if self.path.startswith("/slow/"):
+                time.sleep(0.04)
+                self.path = self.path[len("/slow"):]
+            send()
+
+        def do_GET(self):
+            self.answer(super().do_GET)
+
+        def do_HEAD(self):
+            self.answer(super().do_HEAD)
+
+        def log_request(self, code="-", size="-"):
+            if log is not None:
+                method, target = (self.requestline.split(" ") + ["", ""])[:2]
+                with lock, open(log, "a", encoding="utf-8") as handle:
+                    handle.write(f"{method} {target} {int(code)}\n")
+
+        def log_message(self, *args):
+            pass
+
+    http.server.ThreadingHTTPServer.daemon_threads = True
+    http.server.ThreadingHTTPServer(("127.0.0.1", int(port)), Handler).serve_forever()
+
+
+def start_file_server(directory, port, unavailable=None, log=None):
+    """`serve_files` in a child process (so that a busy checking script does not slow the images); returns it once it
+    accepts connections. Stop it with `stop`."""
+    argv = [sys.executable, os.path.abspath(__file__), "--serve", directory, str(port)]
+    if unavailable is not None:
+        argv += ["--unavailable", unavailable]
+    if log is not None:
+        argv += ["--log", log]
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_for_port(port, process)
+    return process
+
+
+def requests_logged(log, start=0):
+    """The requests `serve_files` logged from byte offset `start`: [(method, path, status)], and the offset after."""
+    try:
+        with open(log, "rb") as handle:
+            handle.seek(start)
+            data = handle.read()
+    except FileNotFoundError:
+        return [], start
+    data = data[:data.rfind(b"\n") + 1]  # whole lines only: a request being logged is read next time
+    lines = [line.split(" ") for line in data.decode("utf-8", "replace").splitlines() if line.count(" ") == 2]
+    return [(m, p, int(s)) for m, p, s in lines], start + len(data)
 
 
 def stop(process, sig=signal.SIGTERM, timeout=10):
@@ -155,3 +238,13 @@ class Checks:
         elif self.verbose:
             print(f"{self.name}: all {self.passed} checks passed")
         return 1 if failed else 0
+
+
+if __name__ == "__main__" and len(sys.argv) >= 4 and sys.argv[1] == "--serve":
+    import argparse
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--serve", nargs=2, metavar=("DIR", "PORT"), required=True)
+    parser.add_argument("--unavailable")
+    parser.add_argument("--log")
+    options = parser.parse_args()
+    serve_files(options.serve[0], options.serve[1], options.unavailable, options.log)

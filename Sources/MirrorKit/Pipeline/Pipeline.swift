@@ -123,7 +123,8 @@ public struct Pipeline: Sendable {
             }
         }
         let robots = configuration.honoursRobots ? RobotsGate(
-            loader: manager.loader, userAgent: configuration.downloads.userAgent, connectTo: configuration.downloads.connectTo
+            loader: manager.loader, userAgent: configuration.downloads.userAgent, connectTo: configuration.downloads.connectTo,
+            timeout: configuration.downloads.timeout
         ) : nil
         let run = Run(pipeline: self, manager: manager, sink: sink, source: source, robots: robots, onEvent: onEvent)
         var sourceError: (any Error)?

@@ -35,14 +35,18 @@ public final class RobotsGate: Sendable {
     ///   - agent: The product token rules are read for. Default `mirror`.
     ///   - userAgent: The `User-Agent` of the fetches.
     ///   - connectTo: Where to connect instead of the URL's host (curl's `--connect-to`), as the downloads do.
-    public init(loader: any HTTPLoading, agent: String = "mirror", userAgent: String = MirrorVersion.userAgent, connectTo: [String] = []) {
+    ///   - timeout: The longest a fetch may take (the downloads' `--timeout`), at most 30 s, the default.
+    public init(
+        loader: any HTTPLoading, agent: String = "mirror", userAgent: String = MirrorVersion.userAgent, connectTo: [String] = [],
+        timeout: Duration? = nil
+    ) {
         self.loader = loader
         self.agent = agent
         var template = TransferRequest(url: URL(string: "http://localhost/robots.txt")!)
         template.userAgent = userAgent
         template.connectTo = connectTo
         template.maximumBodyBytes = 500 * 1024
-        template.totalTimeout = .seconds(30)
+        template.totalTimeout = min(.seconds(30), timeout ?? .seconds(30))
         self.template = template
     }
 
