@@ -31,6 +31,9 @@ public final class DownloadManager: Sendable {
         public var concurrency: Int = 16
         /// Requests in flight per host at most (`--per-host`). Default 6.
         public var perHost: Int = 6
+        /// Requests started per host per second at most (`--host-rate`), or `nil` (the default) for no limit beside
+        /// ``perHost``.
+        public var hostRate: Double?
         /// Retries, backoff and `Retry-After` handling (`--retries`). Defaults: 3 retries, 0.5 s base, 30 s cap.
         public var retry = RetryPolicy()
         /// The largest image accepted (`--max-bytes`). Default 50 MiB.
@@ -121,7 +124,7 @@ public final class DownloadManager: Sendable {
         queue.name = "mirror.downloads"
         queue.underlyingQueue = threads
         queue.maxConcurrentOperationCount = max(1, configuration.concurrency)
-        state = Locked(State(limits: HostLimits(perHost: configuration.perHost)))
+        state = Locked(State(limits: HostLimits(perHost: configuration.perHost, rate: configuration.hostRate)))
         var template = TransferRequest(url: URL(string: "http://localhost/")!)
         template.userAgent = configuration.userAgent
         template.connectTimeout = configuration.connectTimeout
@@ -175,6 +178,13 @@ public final class DownloadManager: Sendable {
         } onCancel: {
             ticket.withLock { $0 }?.cancel()
         }
+    }
+
+    /// Counts a request to `host` made outside the manager (its robots.txt) against the host's rate, when there is one.
+    public func noteRequest(host: String) {
+        guard configuration.hostRate != nil else { return }
+        let now = configuration.sleeper.now()
+        state.withLock { $0.limits.noteRequest(host: host, now: now) }
     }
 
     /// Downloads in progress or waiting (including waiting retries).
@@ -295,7 +305,7 @@ public final class DownloadManager: Sendable {
             let ids = state.limits.finished(host: ticket.host, outcome: hostOutcome, now: now)
             let needsTimer: Bool = switch (next, hostOutcome) {
             case (.retry, _), (_, .throttled(retryAfter: .some)): true
-            default: false
+            default: state.limits.spacing != nil  // a host's next download may wait for its spacing
             }
             return (next, ids.compactMap { start($0, in: &state) }, needsTimer)
         }

@@ -9,7 +9,9 @@ import MirrorStorage
 /// returns (the downloads to start now, in arrival order). It keeps every host under its cap and holds a host back
 /// while it asked us to wait: a host that answers 429 has its cap halved (never below one) and, when it sent
 /// `Retry-After`, gets no new request until that time; each run of `recoveryStreak` successes then gives back one
-/// slot, up to the configured cap. A host with nothing running, nothing waiting and no slow-down is forgotten.
+/// slot, up to the configured cap. With a rate (`--host-rate`), requests to a host also start at least `1/rate` apart,
+/// so that no second holds more than `rate` of them. A host with nothing running, nothing waiting, no slow-down and
+/// no rate spacing still to keep is forgotten, so that its state stays bounded over a table of millions of hosts.
 ///
 /// It never sleeps and never calls out, so it is tested by calling it (``DownloadManager`` arms one timer for
 /// ``nextDeadline``).
@@ -28,6 +30,8 @@ struct HostLimits {
         var waiting: [Int] = []
         var head = 0
         var notBefore: ContinuousClock.Instant?
+        /// With a rate: the earliest time the next request may start.
+        var nextStart: ContinuousClock.Instant?
         var successStreak = 0
 
         var hasWaiting: Bool { head < waiting.count }
@@ -47,14 +51,23 @@ struct HostLimits {
     package let perHost: Int
     /// Successes that give a throttled host back one slot.
     let recoveryStreak: Int
+    /// The least time between two requests' starts on one host (`1 s / --host-rate`), or `nil` for no rate.
+    package let spacing: Duration?
     private var hosts: [String: Host] = [:]
+    /// Requests since idle hosts' expired spacing was last swept out.
+    private var requestsSinceSweep = 0
 
     /// - Parameters:
     ///   - perHost: requests in flight per host at most. Default 6.
+    ///   - rate: requests started per host per second at most, or `nil` (the default) for no limit.
     ///   - recoveryStreak: successes that give a throttled host back one slot. Default 8.
-    package init(perHost: Int = 6, recoveryStreak: Int = 8) {
+    package init(perHost: Int = 6, rate: Double? = nil, recoveryStreak: Int = 8) {
         self.perHost = max(1, perHost)
         self.recoveryStreak = max(1, recoveryStreak)
+        // 5 % more than 1/rate: a request's start here and its arrival there differ by a connection's set-up (tens
+        // of milliseconds on a busy machine), and that jitter must not put rate + 1 requests into one of the
+        // server's seconds.
+        spacing = rate.flatMap { $0 > 0 ? .nanoseconds(Int64((1.05e9 / $0).rounded(.up))) : nil }
     }
 
     /// What becomes of a download that asks for a slot.
@@ -70,15 +83,26 @@ struct HostLimits {
     /// Download `id` wants to start on `host`. When it may not start now it waits here until
     /// ``finished(host:outcome:now:)`` or ``wake(now:)`` returns it.
     package mutating func request(_ id: Int, host: String, now: ContinuousClock.Instant) -> Admission {
+        if spacing != nil { sweepIfDue(now: now) }
         var entry = hosts[host] ?? Host(limit: perHost)
         defer { hosts[host] = entry }
-        let coolingDown = entry.notBefore.map { $0 > now } ?? false
+        let coolingDown = (entry.notBefore.map { $0 > now } ?? false) || (entry.nextStart.map { $0 > now } ?? false)
         if entry.active < entry.limit && !coolingDown && !entry.hasWaiting {
             entry.active += 1
+            if let spacing { entry.nextStart = now + spacing }
             return .start
         }
         entry.waiting.append(id)
         return coolingDown ? .waitForTime : .wait
+    }
+
+    /// A request to `host` was made outside the limits (its robots.txt), at the latest `now`: with a rate, the next
+    /// starts no sooner than a spacing later.
+    package mutating func noteRequest(host: String, now: ContinuousClock.Instant) {
+        guard let spacing else { return }
+        var entry = hosts[host] ?? Host(limit: perHost)
+        entry.nextStart = max(entry.nextStart ?? now, now + spacing)
+        hosts[host] = entry
     }
 
     /// Removes a download that is still waiting; false when it is not waiting (it started, or never asked).
@@ -86,7 +110,7 @@ struct HostLimits {
         guard var entry = hosts[host], let index = entry.waiting[entry.head...].firstIndex(of: id) else { return false }
         entry.waiting.remove(at: index)
         hosts[host] = entry
-        forgetIfIdle(host)
+        forgetIfIdle(host, now: nil)
         return true
     }
 
@@ -116,17 +140,25 @@ struct HostLimits {
         return drain(host, now: now)
     }
 
-    /// Time passed: the downloads of hosts whose slow-down ended that start now.
+    /// Time passed: the downloads of hosts whose slow-down (or rate spacing) ended that start now.
     package mutating func wake(now: ContinuousClock.Instant) -> [Int] {
         let due = hosts.compactMap { key, entry in
-            entry.hasWaiting && (entry.notBefore.map { $0 <= now } ?? false) ? key : nil
+            entry.hasWaiting && Self.waitsForTime(entry).map { $0 <= now } == true ? key : nil
         }
         return due.flatMap { drain($0, now: now) }
     }
 
-    /// The earliest time a host with waiting downloads ends its slow-down, or nil when none waits for time.
+    /// The earliest time a host with waiting downloads ends its slow-down or its spacing, or nil when none waits for
+    /// time.
     var nextDeadline: ContinuousClock.Instant? {
-        hosts.values.lazy.filter(\.hasWaiting).compactMap(\.notBefore).min()
+        hosts.values.lazy.filter(\.hasWaiting).compactMap(Self.waitsForTime).min()
+    }
+
+    /// When a host's waiting downloads may start as far as time goes, or `nil` when time is not what they wait for
+    /// (the host is at its cap, or not held back).
+    private static func waitsForTime(_ entry: Host) -> ContinuousClock.Instant? {
+        let spacing = entry.active < entry.limit ? entry.nextStart : nil
+        return [entry.notBefore, spacing].compactMap { $0 }.max()
     }
 
     /// The current limit of a host (for tests and progress display).
@@ -150,18 +182,36 @@ struct HostLimits {
         }
         var starts: [Int] = []
         while entry.active < entry.limit, entry.hasWaiting {
+            if let spacing {
+                if let next = entry.nextStart, next > now { break }
+                entry.nextStart = now + spacing
+            }
             starts.append(entry.popWaiting())
             entry.active += 1
         }
         hosts[host] = entry
-        forgetIfIdle(host)
+        forgetIfIdle(host, now: now)
         return starts
     }
 
-    private mutating func forgetIfIdle(_ host: String) {
+    /// Forgets a host that keeps nothing worth keeping: nothing running or waiting, its full cap, no slow-down, and no
+    /// spacing still to keep at `now` (with no time known, a host with spacing is kept).
+    private mutating func forgetIfIdle(_ host: String, now: ContinuousClock.Instant?) {
         guard let entry = hosts[host], entry.active == 0, !entry.hasWaiting, entry.limit == perHost, entry.notBefore == nil else {
             return
         }
+        if let next = entry.nextStart {
+            guard let now, next <= now else { return }
+        }
         hosts[host] = nil
+    }
+
+    /// With a rate, a host that went idle keeps its spacing until it passes; every 4,096 requests the hosts whose
+    /// spacing has passed are swept out, so that a table of millions of hosts keeps only the recent ones.
+    private mutating func sweepIfDue(now: ContinuousClock.Instant) {
+        requestsSinceSweep += 1
+        guard requestsSinceSweep >= 4_096 else { return }
+        requestsSinceSweep = 0
+        for host in Array(hosts.keys) { forgetIfIdle(host, now: now) }
     }
 }

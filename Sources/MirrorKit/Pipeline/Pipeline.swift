@@ -124,7 +124,7 @@ public struct Pipeline: Sendable {
         }
         let robots = configuration.honoursRobots ? RobotsGate(
             loader: manager.loader, userAgent: configuration.downloads.userAgent, connectTo: configuration.downloads.connectTo,
-            timeout: configuration.downloads.timeout
+            timeout: configuration.downloads.timeout, onFetch: { [manager] host in manager.noteRequest(host: host) }
         ) : nil
         let run = Run(pipeline: self, manager: manager, sink: sink, source: source, robots: robots, onEvent: onEvent)
         var sourceError: (any Error)?

@@ -16,6 +16,9 @@ struct NetworkOptions: ParsableArguments {
     @Option(help: "Give up on one attempt after this many seconds (default: no limit; stalls are caught anyway).")
     var timeout: Double?
 
+    @Option(help: "Requests started per host per second at most (beside --per-host connections), e.g. 5 or 0.5. Split by host (--shard-by host), each host is in one copy, so the rate holds across copies.")
+    var hostRate: Double?
+
     @Option(help: "Retries of a failed image download (0–10), with backoff and Retry-After honoured; API requests have --api-retries.")
     var retries: Int = 3
 
@@ -36,6 +39,9 @@ struct NetworkOptions: ParsableArguments {
         if let timeout, !(timeout > 0 && timeout <= 86_400) {
             throw ValidationError("--timeout must be a number of seconds above 0.")
         }
+        if let hostRate, !(hostRate > 0 && hostRate <= 10_000) {
+            throw ValidationError("--host-rate must be a number of requests per second above 0.")
+        }
         if let stallTimeout, !(stallTimeout >= 1 && stallTimeout <= 86_400) {
             throw ValidationError("--stall-timeout must be a number of seconds, 1 or more.")
         }
@@ -48,6 +54,7 @@ struct NetworkOptions: ParsableArguments {
     func apply(to configuration: inout DownloadManager.Configuration) {
         configuration.concurrency = concurrency
         configuration.perHost = perHost
+        configuration.hostRate = hostRate
         configuration.maximumBytes = maxBytes.bytes
         configuration.timeout = timeout.map { .milliseconds(Int64($0 * 1000)) }
         configuration.retry.maximumRetries = retries

@@ -188,6 +188,55 @@ struct DownloadManagerTests {
         #expect(limits.hostCount == 1)
     }
 
+    @Test func aHostRateSpacesTheStartsOfOneHost() async throws {
+        // Given five requests per host per second at most (210 ms apart: 5 % for arrival jitter), and six slots
+        var limits = HostLimits(perHost: 6, rate: 5)
+        let now = ContinuousClock.now
+        let spacing = limits.spacing!
+        #expect(spacing == .milliseconds(210))
+
+        // When three downloads ask at once: one starts, the others wait for time; another host is not held back
+        #expect(limits.request(1, host: "h", now: now) == .start)
+        #expect(limits.request(2, host: "h", now: now) == .waitForTime)
+        #expect(limits.request(3, host: "h", now: now) == .waitForTime)
+        #expect(limits.request(4, host: "other", now: now) == .start)
+
+        // Then one starts each spacing, even when a slot is given back before it
+        #expect(limits.nextDeadline == now + spacing)
+        #expect(limits.finished(host: "h", outcome: .success, now: now + .milliseconds(50)).isEmpty)
+        #expect(limits.wake(now: now + .milliseconds(209)).isEmpty)
+        #expect(limits.wake(now: now + spacing) == [2])
+        #expect(limits.nextDeadline == now + spacing + spacing)
+        #expect(limits.wake(now: now + spacing + spacing) == [3])
+        #expect(limits.nextDeadline == nil)
+
+        // And a request made outside the limits (robots.txt) counts against the rate
+        limits.noteRequest(host: "fresh", now: now)
+        #expect(limits.request(5, host: "fresh", now: now + .milliseconds(100)) == .waitForTime)
+        #expect(limits.wake(now: now + spacing) == [5])
+    }
+
+    @Test func idleHostsAreForgottenOnceTheirSpacingPasses() async throws {
+        // Given 10,000 hosts, each asked once and finished at once, at a rate of 10 per second
+        var limits = HostLimits(perHost: 2, rate: 10)
+        var now = ContinuousClock.now
+        for id in 0..<10_000 {
+            let host = "h\(id)"
+            #expect(limits.request(id, host: host, now: now) == .start)
+            _ = limits.finished(host: host, outcome: .success, now: now)
+            now += .milliseconds(1)
+        }
+        // Then only the hosts whose spacing (105 ms) has not passed are kept: state stays bounded by the recent hosts
+        #expect(limits.hostCount < 4_096 + 200, "\(limits.hostCount) hosts kept")
+        // And without a rate an idle host is forgotten at once
+        var plain = HostLimits(perHost: 2)
+        for id in 0..<1_000 {
+            _ = plain.request(id, host: "h\(id)", now: now)
+            _ = plain.finished(host: "h\(id)", outcome: .success, now: now)
+        }
+        #expect(plain.hostCount == 0)
+    }
+
     @Test func thePerHostCapHoldsAtConcurrency64() async throws {
         // Given 300 images on one host with latency, and a manager allowed 64 at once but 6 per host
         let server = try TestServer.start(latency: .milliseconds(20))

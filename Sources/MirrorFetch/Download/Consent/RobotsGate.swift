@@ -3,7 +3,9 @@ import MirrorCore
 import MirrorStorage
 import MirrorTransport
 
-/// Each host's `robots.txt`, fetched once per run (the first time one of its URLs comes up) and kept for the run.
+/// Each host's `robots.txt`, fetched the first time one of its URLs comes up and kept while the host is among the
+/// 16,384 most recently read (a table over millions of hosts keeps flat memory; a host seen again after that is read
+/// again).
 ///
 /// RFC 9309's reading of the fetch: a 2xx body is parsed; a 4xx means no rules; a 5xx means complete disallow. One
 /// deliberate departure: when the host cannot be reached at all (DNS, connect, TLS, timeout) its URLs go on to be
@@ -14,7 +16,37 @@ public final class RobotsGate: Sendable {
     private let loader: any HTTPLoading
     private let agent: String
     private let template: TransferRequest
-    private let hosts = Locked<[String: Entry]>([:])
+    private let hosts = Locked<Hosts>(Hosts())
+    /// Told the host of each fetch as it starts and as it ends (the download manager counts it against `--host-rate`
+    /// from its end: when it arrived is not known here, only that it was before).
+    private let onFetch: (@Sendable (String) -> Void)?
+    /// Hosts whose file is kept at most.
+    static let capacity = 16_384
+
+    /// The files read, and the order they were read in (the oldest is forgotten first).
+    private struct Hosts {
+        var entries: [String: Entry] = [:]
+        var readOrder: [String] = []
+        var oldest = 0
+
+        subscript(origin: String) -> Entry? {
+            get { entries[origin] }
+            set { entries[origin] = newValue }
+        }
+
+        mutating func read(_ origin: String, _ verdict: RobotsVerdict) {
+            entries[origin] = .read(verdict)
+            readOrder.append(origin)
+            while readOrder.count - oldest > RobotsGate.capacity {
+                if case .read? = entries[readOrder[oldest]] { entries[readOrder[oldest]] = nil }
+                oldest += 1
+            }
+            if oldest > RobotsGate.capacity {
+                readOrder.removeFirst(oldest)
+                oldest = 0
+            }
+        }
+    }
 
     /// One origin's file: being fetched (with who waits for it), or read.
     private enum Entry {
@@ -36,12 +68,14 @@ public final class RobotsGate: Sendable {
     ///   - userAgent: The `User-Agent` of the fetches.
     ///   - connectTo: Where to connect instead of the URL's host (curl's `--connect-to`), as the downloads do.
     ///   - timeout: The longest a fetch may take (the downloads' `--timeout`), at most 30 s, the default.
+    ///   - onFetch: Told the host of each fetch as it starts and as it ends, or `nil`.
     public init(
         loader: any HTTPLoading, agent: String = "mirror", userAgent: String = MirrorVersion.userAgent, connectTo: [String] = [],
-        timeout: Duration? = nil
+        timeout: Duration? = nil, onFetch: (@Sendable (String) -> Void)? = nil
     ) {
         self.loader = loader
         self.agent = agent
+        self.onFetch = onFetch
         var template = TransferRequest(url: URL(string: "http://localhost/robots.txt")!)
         template.userAgent = userAgent
         template.connectTo = connectTo
@@ -88,7 +122,7 @@ public final class RobotsGate: Sendable {
             Task {
                 let verdict = await fetch(origin)
                 let waiters = hosts.withLock { hosts -> [@Sendable (RobotsVerdict) -> Void] in
-                    defer { hosts[origin] = .read(verdict) }
+                    defer { hosts.read(origin, verdict) }
                     if case let .fetching(waiters)? = hosts[origin] { return waiters }
                     return []
                 }
@@ -105,6 +139,8 @@ public final class RobotsGate: Sendable {
     private func fetch(_ origin: String) async -> RobotsVerdict {
         var request = template
         request.url = URL(string: origin + "/robots.txt")!
+        if let onFetch, let host = request.url.host { onFetch(host) }
+        defer { if let onFetch, let host = request.url.host { onFetch(host) } }
         do {
             let response = try await loader.perform(request)
             switch response.status {
