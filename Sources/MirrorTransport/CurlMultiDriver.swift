@@ -7,7 +7,8 @@ import Foundation
 /// response or a `TransportError`. All I/O happens on the driver's thread, which sleeps in
 /// `curl_multi_poll` and is woken by `curl_multi_wakeup` whenever a transfer is added or cancelled,
 /// so a cancel completes at once rather than at curl's next progress tick. All transfers share the
-/// multi handle's connection and DNS caches, so keep-alive connections are reused across transfers.
+/// multi handle's connection and DNS caches, so keep-alive connections are reused across transfers and a host is
+/// looked up once an hour at most (``Transfer/dnsCacheSeconds``): one DNS cache for a run, not one per transfer.
 ///
 /// Completions run **on the driver thread**: they must return quickly and hand any slow work
 /// (validation, fsync, database writes) to another queue, or every other transfer waits.
