@@ -424,7 +424,7 @@ def webdataset_retry_failed():
     shard_names = [f"{n:05d}{suffix}" for n in range((ROWS + SHARD_ROWS - 1) // SHARD_ROWS)
                    for suffix in (".tar", ".jsonl", "_stats.json")]
     arguments = ["urls", table, "--out", out, "--format", "webdataset", "--shard-size", str(SHARD_ROWS),
-                 "--keep-cols", "source", "--quiet", "--json", "--retries", "0"]
+                 "--keep-cols", "source", "--quiet", "--json", "--retries", "0", "--no-cache"]  # the earlier runs' cache has them
     with open(UNAVAILABLE, "w") as handle:
         handle.write("\n".join(paths) + "\n")
     try:
