@@ -56,20 +56,6 @@ struct DatasetCommandTests {
         return counts
     }
 
-    /// Runs a command-line tool and returns its standard output.
-    @discardableResult
-    private static func tool(_ path: String, _ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        let out = Pipe()
-        process.standardOutput = out
-        try process.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return String(decoding: data, as: UTF8.self)
-    }
-
     /// A JPEG's width and height, from its first start-of-frame segment.
     static func jpegSize(_ data: Data) -> (Int, Int)? {
         let bytes = [UInt8](data)
@@ -109,7 +95,7 @@ struct DatasetCommandTests {
             let unpacked = out.appendingPathComponent(".unpacked-\(name)")
             try FileManager.default.createDirectory(at: unpacked, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: unpacked) }
-            try Self.tool("/bin/tar", ["-xf", out.appendingPathComponent(name + ".tar").path, "-C", unpacked.path])
+            try runTool("/bin/tar", ["-xf", out.appendingPathComponent(name + ".tar").path, "-C", unpacked.path])
             let members = try FileManager.default.contentsOfDirectory(atPath: unpacked.path)
             let samples = Set(members.map { String($0.split(separator: ".").first!) })
             #expect(samples.count == stats[index]["saved"] as? Int)
@@ -220,7 +206,7 @@ struct DatasetCommandTests {
         let unpacked = work.file("unpacked")
         try FileManager.default.createDirectory(at: unpacked, withIntermediateDirectories: true)
         let tars = try FileManager.default.contentsOfDirectory(atPath: out.path).filter { $0.hasSuffix(".tar") }.sorted()
-        for tar in tars { try Self.tool("/bin/tar", ["-xf", out.appendingPathComponent(tar).path, "-C", unpacked.path]) }
+        for tar in tars { try runTool("/bin/tar", ["-xf", out.appendingPathComponent(tar).path, "-C", unpacked.path]) }
         let members = try FileManager.default.contentsOfDirectory(atPath: unpacked.path)
         #expect(Set(members.map { $0.split(separator: ".").last.map(String.init) ?? "" }) == ["jpg", "json"])  // no captions
         #expect(members.filter { $0.hasSuffix(".jpg") }.count == names.count)
@@ -257,7 +243,7 @@ struct DatasetCommandTests {
         }
         let plain = work.file("table.jsonl")
         try (lines.joined(separator: "\n") + "\n").write(to: plain, atomically: true, encoding: .utf8)
-        try Self.tool("/bin/gzip", [plain.path])
+        try runTool("/bin/gzip", [plain.path])
         let out = work.file("out")
         let run = try await MirrorBinary.run([
             "urls", plain.path + ".gz", "--out", out.path, "--format", "webdataset", "--shard-size", "256",

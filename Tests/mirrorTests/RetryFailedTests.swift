@@ -51,6 +51,13 @@ struct RetryFailedTests {
         return files
     }
 
+    /// The table, one URL a line, in `work`.
+    private static func table(_ server: TestServer, in work: TemporaryFolder) throws -> URL {
+        let table = work.file("table.txt")
+        try (0..<rows).map { server.url(path($0)).absoluteString }.joined(separator: "\n").write(to: table, atomically: true, encoding: .utf8)
+        return table
+    }
+
     private static func json(_ text: String) -> [String: Any] {
         (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] ?? [:]
     }
@@ -60,8 +67,7 @@ struct RetryFailedTests {
         let server = try serve()
         defer { server.stop() }
         let work = TemporaryFolder()
-        let table = work.file("table.txt")
-        try (0..<Self.rows).map { server.url(Self.path($0)).absoluteString }.joined(separator: "\n").write(to: table, atomically: true, encoding: .utf8)
+        let table = try Self.table(server, in: work)
         let out = work.file("out")
         let command = ["urls", table.path, "--out", out.path, "--format", "webdataset", "--shard-size", String(Self.shardSize),
                        "--retries", "0", "--encode", "keep", "--json", "--quiet"]
@@ -126,7 +132,7 @@ struct RetryFailedTests {
         // And every shard holds each row once, in row order, with records and stats that add up
         for number in stride(from: 0, to: 10, by: 2) {
             let name = String(format: "%05d", number)
-            let listing = try Self.tool("/bin/tar", ["-tf", out.appendingPathComponent(name + ".tar").path])
+            let listing = try runTool("/bin/tar", ["-tf", out.appendingPathComponent(name + ".tar").path])
             let members = listing.split(separator: "\n").map(String.init)
             let keys = members.compactMap { $0.hasSuffix(".png") ? Int($0.dropLast(4)) : nil }
             let wanted = (number * Self.shardSize..<(number + 1) * Self.shardSize).filter { Row($0) != .gone }
@@ -165,8 +171,7 @@ struct RetryFailedTests {
         let server = try serve()
         defer { server.stop() }
         let work = TemporaryFolder()
-        let table = work.file("table.txt")
-        try (0..<Self.rows).map { server.url(Self.path($0)).absoluteString }.joined(separator: "\n").write(to: table, atomically: true, encoding: .utf8)
+        let table = try Self.table(server, in: work)
         let out = work.file("out")
         let command = ["urls", table.path, "--out", out.path, "--retries", "0", "--json", "--quiet"]
         let first = try await MirrorBinary.run(command)
@@ -194,18 +199,5 @@ struct RetryFailedTests {
         #expect(result["saved"] as? Int == 40 && result["missingTransient"] as? Int == 0 && result["missingPermanent"] as? Int == 10)
         let manifest = try String(contentsOf: out.appendingPathComponent("manifest.jsonl"), encoding: .utf8)
         #expect(manifest.split(separator: "\n").count == Self.rows - 10)
-    }
-
-    @discardableResult
-    private static func tool(_ path: String, _ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        let out = Pipe()
-        process.standardOutput = out
-        try process.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return String(decoding: data, as: UTF8.self)
     }
 }
