@@ -8,4 +8,13 @@ public enum RetryFailed: String, Sendable, CaseIterable {
     /// Every row without an image, failed for good too (404 and 410, not an image, too big, filtered, opted out,
     /// disallowed), except duplicates of an image already saved.
     case all
+
+    /// Whether a complete shard whose stats count `tally` over `rows` rows has rows this scope retries: the one test
+    /// of whether its records are worth reading, locally and in object storage.
+    package func hasRows(in tally: Tally, rows: Int) -> Bool {
+        switch self {
+        case .transient: tally.transient > 0
+        case .all: tally.saved + tally.duplicates < rows
+        }
+    }
 }

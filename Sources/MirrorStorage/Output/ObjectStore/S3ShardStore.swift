@@ -51,7 +51,7 @@ public final class S3ShardStore: Sendable {
                 let object = (try? JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:]
                 let tally = Tally(stats: object)
                 let rows = (object["rows"] as? NSNumber)?.intValue ?? 0
-                if retry == .transient ? tally.transient > 0 : tally.saved + tally.duplicates < rows {
+                if retry.hasRows(in: tally, rows: rows) {
                     retried.append(ShardFileName.name(of: number, .records))
                 }
             }

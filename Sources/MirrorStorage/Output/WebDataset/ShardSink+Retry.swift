@@ -18,11 +18,7 @@ extension ShardSink {
         /// The rows of shard `index` that `scope` retries, from its records (read only when its stats say some row
         /// may be retried); `nil` when there are none.
         init?(index: Int, shardSize: Int, scope: RetryFailed, stats: Tally, rows: Int, records: () -> Data?) {
-            switch scope {
-            case .transient: guard stats.transient > 0 else { return nil }
-            case .all: guard stats.saved + stats.duplicates < rows else { return nil }
-            }
-            guard let records = records() else { return nil }
+            guard scope.hasRows(in: stats, rows: rows), let records = records() else { return nil }
             let base = index * shardSize
             pending = []
             for (offset, line) in ShardSink.lines(of: records).enumerated() {
@@ -45,7 +41,6 @@ extension ShardSink {
                 let tally = try rewrite(index: index, retried: retried)
                 state.withLock {
                     $0.rewritten += 1
-                    $0.sizes[configuration.number(ofShard: index)] = tally.saved
                     $0.tallies[index] = tally
                 }
             } catch {

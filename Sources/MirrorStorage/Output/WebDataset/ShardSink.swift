@@ -69,8 +69,6 @@ public final class ShardSink: ImageSink {
         package var published = 0
         var highestPosition = -1
         package var written = 0
-        /// The samples of each shard this run wrote, by shard number (for `sizes.json`).
-        package var sizes: [Int: Int] = [:]
         package var failure: (any Error & Sendable)?
         /// How the rows of each complete shard ended (their stats), by shard index.
         package var tallies: [Int: Tally] = [:]
@@ -229,7 +227,12 @@ public final class ShardSink: ImageSink {
             for case let .saved(image, _) in shard.rows.values { AtomicFile.remove(image.temporaryFile) }
         }
         writer.submit { [self] in
-            let (written, known, failed) = state.withLock { ($0.written + $0.rewritten, $0.sizes, $0.failure != nil) }
+            // Every complete shard of this copy is known from its tally (read at the start, kept as shards are
+            // written): only other copies' stats are read back.
+            let (written, known, failed) = state.withLock { state in
+                let known = Dictionary(uniqueKeysWithValues: state.tallies.map { (configuration.number(ofShard: $0.key), $0.value.saved) })
+                return (state.written + state.rewritten, known, state.failure != nil)
+            }
             guard !failed, written > 0 || !hasSizesFile else { return }
             do {
                 try writeSizes(known: known)
@@ -273,7 +276,6 @@ public final class ShardSink: ImageSink {
                 state.withLock {
                     $0.complete.insert(index)
                     $0.written += 1
-                    $0.sizes[configuration.number(ofShard: index)] = tally.saved
                     $0.tallies[index] = tally
                 }
             } catch {
