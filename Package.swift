@@ -40,7 +40,7 @@ let package = Package(
             providers: [.apt(["libturbojpeg0-dev", "libpng-dev", "libwebp-dev", "libgif-dev", "libstb-dev"])]
         ),
         // glibc's malloc_trim, which the Glibc module does not import (the CLI's MemoryPolicy).
-        .systemLibrary(name: "CMalloc"),
+        .systemLibrary(name: "CSyscalls"),
         // HTTP over libcurl: one multi-driver thread, transfers, responses, typed errors.
         .target(name: "MirrorTransport", dependencies: ["CCurl"]),
         // Image bytes: format sniffing, header dimensions, completeness. No dependencies, so it can be fuzzed alone.
@@ -52,6 +52,7 @@ let package = Package(
             name: "MirrorCore",
             dependencies: [
                 "MirrorTransport",
+                "CSyscalls",  // AtomicFile's rename without replace
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
@@ -104,7 +105,7 @@ let package = Package(
             dependencies: [
                 "MirrorKit",
                 "MirrorTransport",  // its Locked
-                "CMalloc",  // MemoryPolicy
+                "CSyscalls",  // MemoryPolicy
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "TOMLKit", package: "TOMLKit"),  // the configuration file
             ]

@@ -1,4 +1,4 @@
-import CMalloc
+import CSyscalls
 import Foundation
 import MirrorKit
 

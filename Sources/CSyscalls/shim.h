@@ -1,0 +1,34 @@
+#ifndef MIRROR_CSYSCALLS_SHIM_H
+#define MIRROR_CSYSCALLS_SHIM_H
+// glibc calls that Swift's Glibc module does not import: malloc_trim (<malloc.h> is not in it) and renameat2 (it
+// needs _GNU_SOURCE). Elsewhere (macOS, musl) each has a fallback. (<stdlib.h> first: it is what defines __GLIBC__.)
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#include <sys/syscall.h>
+
+/// Gives the free pages of every arena back to the kernel; 1 if any were released.
+static inline int mirror_malloc_trim(void) { return malloc_trim(0); }
+
+/// Renames `from` to `to` unless `to` exists (`renameat2` with `RENAME_NOREPLACE`, one atomic step): 0, or -1 with
+/// errno (`EEXIST` when `to` exists; `EINVAL` or `ENOSYS` where the kernel or the file system cannot).
+static inline int mirror_rename_noreplace(const char *from, const char *to) {
+#if defined(SYS_renameat2)
+    return (int)syscall(SYS_renameat2, -100 /* AT_FDCWD */, from, -100, to, 1u /* RENAME_NOREPLACE */);
+#else
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+#else
+static inline int mirror_malloc_trim(void) { return 0; }
+static inline int mirror_rename_noreplace(const char *from, const char *to) {
+    (void)from; (void)to;
+    errno = ENOSYS;
+    return -1;
+}
+#endif
+
+#endif
