@@ -161,31 +161,35 @@ public final class ImageCommitter: Sendable {
         }
 
         var published: [String] = []
+        let records = accepted.map(\.record)
+        let lines = OutputFolder.lines(of: records)
+        // Paths as strings: `URL.appendingPathComponent` asks the file system whether the name is a folder.
+        let directory = folder.directory.path + "/"
         do throws(FileError) {
-            try folder.writeJournal(accepted.map(\.record), sync: isSyncEnabled)
+            try folder.writeJournal(lines, sync: isSyncEnabled)
             for entry in accepted {
-                try AtomicFile.publish(batch[entry.index].image.temporaryFile, as: folder.directory.appendingPathComponent(entry.name))
+                try AtomicFile.publish(temporaryPath: batch[entry.index].image.temporaryFile.path, as: directory + entry.name)
                 published.append(entry.name)
             }
             if isSyncEnabled { try AtomicFile.syncDirectory(folder.directory) }
             // The database row before the manifest line: a kill in between leaves a row and a journal
             // entry, and the next run adopts the file into the manifest (rows are inserted idempotently).
             do {
-                try store?.insertImages(accepted.map(\.record))
+                try store?.insertImages(records)
             } catch {
                 throw FileError(
                     operation: "record the images in", path: folder.stateDirectory.appendingPathComponent("state.sqlite").path,
                     code: StateStore.errno(for: error)
                 )
             }
-            try folder.appendToManifest(accepted.map(\.record), sync: isSyncEnabled)
+            try folder.appendToManifest(records, lines: lines, sync: isSyncEnabled)
             for entry in accepted { outcomes[entry.index] = .saved(entry.record) }
             state.withLock { $0.admitted = admitted }
         } catch {
             // Nothing of this batch reached the manifest (a failed append is truncated away): take back
             // the files it published, so that the folder still holds exactly what the manifest lists.
             // (A kill at this point instead leaves them to the journal, and the next run adopts them.)
-            for name in published { AtomicFile.remove(folder.directory.appendingPathComponent(name)) }
+            for name in published { unlink(directory + name) }
             for entry in accepted { outcomes[entry.index] = .failed(error) }
         }
         for (index, outcome) in outcomes.enumerated() {

@@ -165,24 +165,24 @@ public final class OutputFolder: Sendable {
 
     // MARK: Publishing (used by ImageCommitter, one batch at a time)
 
-    /// Writes the journal of a batch about to be published: the records, with their final names.
-    func writeJournal(_ records: [ManifestRecord], sync: Bool) throws(FileError) {
+    /// The manifest lines of a batch, serialised once for the journal and the manifest.
+    static func lines(of records: [ManifestRecord]) -> Data {
         var data = Data()
         for record in records {
             guard let line = try? record.jsonLine() else { continue }
             data.append(line)
         }
-        try Self.write(data, to: journalURL, flags: O_WRONLY | O_CREAT | O_TRUNC, sync: sync)
+        return data
     }
 
-    /// Appends a published batch to the manifest, then clears the journal.
-    func appendToManifest(_ records: [ManifestRecord], sync: Bool) throws(FileError) {
-        var data = Data()
-        for record in records {
-            guard let line = try? record.jsonLine() else { continue }
-            data.append(line)
-        }
-        try Self.append(data, to: manifestURL, sync: sync)
+    /// Writes the journal of a batch about to be published: its records (``lines(of:)``), with their final names.
+    func writeJournal(_ lines: Data, sync: Bool) throws(FileError) {
+        try Self.write(lines, to: journalURL, flags: O_WRONLY | O_CREAT | O_TRUNC, sync: sync)
+    }
+
+    /// Appends a published batch to the manifest (`lines`: ``lines(of:)`` of `records`), then clears the journal.
+    func appendToManifest(_ records: [ManifestRecord], lines: Data, sync: Bool) throws(FileError) {
+        try Self.append(lines, to: manifestURL, sync: sync)
         state.withLock { state in
             for record in records { Self.remember(record, in: &state) }
         }
