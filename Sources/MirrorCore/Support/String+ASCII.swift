@@ -13,12 +13,16 @@ extension StringProtocol {
         guard let first = scalars.firstIndex(where: { !isEdge($0) }), let last = scalars.lastIndex(where: { !isEdge($0) }) else {
             return ""
         }
-        return String(String.UnicodeScalarView(scalars[first...last]))
+        // A slice of the text itself (scalar indices are the text's indices): one copy of the bytes, not one
+        // append per scalar.
+        return String(self[first..<scalars.index(after: last)])
     }
 
     /// Whether the text equals `other` when ASCII letters are compared without case (`other` must be lowercase ASCII).
     package func equalsIgnoringASCIICase(_ lowercased: String) -> Bool {
-        utf8.elementsEqual(lowercased.utf8) { byte, expected in
+        // Lengths first: nearly every header compared is not the one looked for.
+        guard utf8.count == lowercased.utf8.count else { return false }
+        return utf8.elementsEqual(lowercased.utf8) { byte, expected in
             byte == expected || (byte >= 0x41 && byte <= 0x5A && byte | 0x20 == expected)
         }
     }

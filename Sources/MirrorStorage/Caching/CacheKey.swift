@@ -38,8 +38,9 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible {
     /// URL, so the two kinds of key never collide.
     public let normalizedURL: String
 
-    /// The key's name on disk: the SHA-256 of ``normalizedURL`` as 64 lowercase hex digits.
-    public let fileName: String
+    /// The key's name on disk: the SHA-256 of ``normalizedURL`` as 64 lowercase hex digits. Computed when asked:
+    /// most keys only tell URLs apart and never name a file.
+    public var fileName: String { sha256Hex(normalizedURL) }
 
     /// The namespace given to ``init(namespace:string:)``, or `nil` for a key made from a URL.
     public let namespace: String?
@@ -91,7 +92,6 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible {
 
     private init(normalizedString: String, namespace: String?) {
         self.normalizedURL = normalizedString
-        self.fileName = sha256Hex(normalizedString)
         self.namespace = namespace
     }
 
