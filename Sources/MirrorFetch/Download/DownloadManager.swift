@@ -116,7 +116,7 @@ public final class DownloadManager: Sendable {
     ///   callback rather than a stream: a stream woke a consumer task for each of the five events of every image.
     public init(configuration: Configuration = Configuration(), loader: (any HTTPLoading)? = nil, onEvent: (@Sendable (DownloadEvent) -> Void)? = nil) {
         self.configuration = configuration
-        let ownedDriver = loader == nil ? CurlMultiDriver() : nil
+        let ownedDriver = loader == nil ? CurlMultiDriver(threads: CurlMultiDriver.threadCount(forConcurrency: configuration.concurrency)) : nil
         self.ownedDriver = ownedDriver
         self.loader = loader ?? ownedDriver!
         let threads = DispatchQueue(label: "mirror.downloads", attributes: .concurrent)

@@ -42,7 +42,7 @@ public struct MirrorJob: Sendable {
             try? store.recordSearch(query: configuration.query, providers: providerNames, saved: 0, pagesFetched: 0, exhausted: false)
             return summary
         }
-        let driver = CurlMultiDriver()
+        let driver = CurlMultiDriver(threads: CurlMultiDriver.threadCount(forConcurrency: configuration.downloads.concurrency))
         defer { driver.shutdown() }
         let feed = makeFeed(providers: providers, loader: driver)
 
