@@ -1,14 +1,15 @@
 import CCurl
 import Foundation
 
-/// Runs every HTTP transfer of a process on one thread that drives a libcurl multi handle.
+/// Runs HTTP transfers on driver threads, each of which drives a libcurl multi handle (one thread unless asked for
+/// more: ``threadCount(forConcurrency:)``).
 ///
 /// Callers start transfers from any thread and get exactly one completion per transfer: a
-/// response or a `TransportError`. All I/O happens on the driver's thread, which sleeps in
-/// `curl_multi_poll` and is woken by `curl_multi_wakeup` whenever a transfer is added or cancelled,
-/// so a cancel completes at once rather than at curl's next progress tick. All transfers share the
+/// response or a `TransportError`. All I/O happens on the driver threads, each of which sleeps in
+/// `curl_multi_poll` and is woken by `curl_multi_wakeup` whenever a transfer is added to it or cancelled,
+/// so a cancel completes at once rather than at curl's next progress tick. The transfers of one thread share its
 /// multi handle's connection and DNS caches, so keep-alive connections are reused across transfers and a host is
-/// looked up once an hour at most (``Transfer/dnsCacheSeconds``): one DNS cache for a run, not one per transfer.
+/// looked up once an hour at most per thread (``Transfer/dnsCacheSeconds``), not once per transfer.
 ///
 /// Completions run **on the driver thread**: they must return quickly and hand any slow work
 /// (validation, fsync, database writes) to another queue, or every other transfer waits.
