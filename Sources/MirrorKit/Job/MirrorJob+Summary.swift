@@ -5,23 +5,18 @@ import MirrorSearch
 import MirrorStorage
 
 extension MirrorJob {
-    /// What a run did; `--json` prints it.
+    /// What a run did; `--json` prints it, the tally's counts flat beside the rest.
     public struct Summary: Sendable, Hashable, Codable {
         // MARK: The count
 
-        /// Images saved by this run, images in the folder at the end, and the count asked for.
-        public var saved = 0, total = 0, target = 0
+        /// Images in the folder at the end, and the count asked for.
+        public var total = 0, target = 0
         /// Whether every source ran dry before the count; whether the folder already held it (nothing fetched);
         /// whether the run was cancelled.
         public var exhausted = false, upToDate = false, interrupted = false
-
-        // MARK: What did not count
-
-        /// Downloads that gave no image; candidates whose URL or bytes the folder already had; valid images the
-        /// filters turned away.
-        public var failed = 0, duplicates = 0, filtered = 0
-        /// Failures by reason (`http-404`, `truncated`, …).
-        public var failures: [String: Int] = [:]
+        /// How the candidates ended: ``Tally/saved`` by this run, and what did not count (see ``duplicates`` and
+        /// ``filtered`` for how the search reports them).
+        public var tally = Tally()
         /// For a `--queries` run: the query (its label), and images saved that another query's folder holds too.
         public var label: String?
         public var crossLabelDuplicates = 0
@@ -40,9 +35,74 @@ extension MirrorJob {
 
         // MARK: Cost
 
-        /// Bytes of the images saved, and the run's wall time in seconds.
-        public var bytes: Int64 = 0
+        /// The run's wall time in seconds (the bytes saved are the tally's).
         public var seconds: Double = 0
+
+        public init() {}
+
+        /// Candidates whose URL or bytes the folder already had: ``Tally/duplicates`` and ``Tally/alreadySaved``,
+        /// which the search reports as one.
+        public var duplicates: Int { tally.duplicates + tally.alreadySaved }
+        /// Valid images turned away: by the filters, by their `X-Robots-Tag` or by robots.txt, which the search
+        /// reports as one.
+        public var filtered: Int { tally.filtered + tally.optedOut + tally.disallowed }
+
+        /// The keys of `--json`, a contract: the tally's counts are named as they always were.
+        enum CodingKeys: String, CodingKey {
+            case saved, total, target, exhausted, upToDate, interrupted, failed, duplicates, filtered, failures, label
+            case crossLabelDuplicates, providers, providerStatus, pages, apiRequests, downloadNotifications
+            case downloadNotificationsFailed, bytes, seconds
+        }
+
+        /// The JSON names only the sums: a decoded summary holds ``duplicates`` in ``Tally/duplicates`` and ``filtered``
+        /// in ``Tally/filtered``.
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            tally.saved = try container.decode(Int.self, forKey: .saved)
+            total = try container.decode(Int.self, forKey: .total)
+            target = try container.decode(Int.self, forKey: .target)
+            exhausted = try container.decode(Bool.self, forKey: .exhausted)
+            upToDate = try container.decode(Bool.self, forKey: .upToDate)
+            interrupted = try container.decode(Bool.self, forKey: .interrupted)
+            tally.failed = try container.decode(Int.self, forKey: .failed)
+            tally.duplicates = try container.decode(Int.self, forKey: .duplicates)
+            tally.filtered = try container.decode(Int.self, forKey: .filtered)
+            tally.failures = try container.decode([String: Int].self, forKey: .failures)
+            label = try container.decodeIfPresent(String.self, forKey: .label)
+            crossLabelDuplicates = try container.decode(Int.self, forKey: .crossLabelDuplicates)
+            providers = try container.decode([String].self, forKey: .providers)
+            providerStatus = try container.decode([ProviderReport].self, forKey: .providerStatus)
+            pages = try container.decode(Int.self, forKey: .pages)
+            apiRequests = try container.decode(Int.self, forKey: .apiRequests)
+            downloadNotifications = try container.decode(Int.self, forKey: .downloadNotifications)
+            downloadNotificationsFailed = try container.decode(Int.self, forKey: .downloadNotificationsFailed)
+            tally.bytes = try container.decode(Int64.self, forKey: .bytes)
+            seconds = try container.decode(Double.self, forKey: .seconds)
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(tally.saved, forKey: .saved)
+            try container.encode(total, forKey: .total)
+            try container.encode(target, forKey: .target)
+            try container.encode(exhausted, forKey: .exhausted)
+            try container.encode(upToDate, forKey: .upToDate)
+            try container.encode(interrupted, forKey: .interrupted)
+            try container.encode(tally.failed, forKey: .failed)
+            try container.encode(duplicates, forKey: .duplicates)
+            try container.encode(filtered, forKey: .filtered)
+            try container.encode(tally.failures, forKey: .failures)
+            try container.encodeIfPresent(label, forKey: .label)
+            try container.encode(crossLabelDuplicates, forKey: .crossLabelDuplicates)
+            try container.encode(providers, forKey: .providers)
+            try container.encode(providerStatus, forKey: .providerStatus)
+            try container.encode(pages, forKey: .pages)
+            try container.encode(apiRequests, forKey: .apiRequests)
+            try container.encode(downloadNotifications, forKey: .downloadNotifications)
+            try container.encode(downloadNotificationsFailed, forKey: .downloadNotificationsFailed)
+            try container.encode(tally.bytes, forKey: .bytes)
+            try container.encode(seconds, forKey: .seconds)
+        }
     }
 
     /// Progress of a run.

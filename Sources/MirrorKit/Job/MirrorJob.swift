@@ -70,7 +70,7 @@ public struct MirrorJob: Sendable {
         var summary = summary(of: feed.statistics, report: report, folder: folder, started: started)
         summary.crossLabelDuplicates = sink.crossLabelDuplicates
         try? store.recordSearch(
-            query: configuration.query, providers: providerNames, saved: summary.saved,
+            query: configuration.query, providers: providerNames, saved: summary.tally.saved,
             pagesFetched: summary.pages, exhausted: summary.exhausted
         )
         if let error = report.fatal, !summary.interrupted {
@@ -104,13 +104,7 @@ public struct MirrorJob: Sendable {
         summary.downloadNotifications = statistics.notificationsSent
         summary.downloadNotificationsFailed = statistics.notificationsFailed
         if let report {
-            let tally = report.tally
-            summary.saved = tally.saved
-            summary.failed = tally.failed
-            summary.failures = tally.failures
-            summary.duplicates = tally.duplicates + tally.alreadySaved
-            summary.filtered = tally.filtered + tally.optedOut + tally.disallowed
-            summary.bytes = tally.bytes
+            summary.tally = report.tally
             summary.interrupted = report.interrupted
             summary.exhausted = summary.total < configuration.count && !summary.interrupted && report.sourceError == nil
         }

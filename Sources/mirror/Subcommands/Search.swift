@@ -216,7 +216,7 @@ struct Search: AsyncParsableCommand {
                 result.interrupted = result.interrupted || interrupted
                 summaries.append(result)
                 if !outputOptions.quiet {
-                    var line = "\(folder)/: \(result.total)/\(result.target) (\(result.saved) saved"
+                    var line = "\(folder)/: \(result.total)/\(result.target) (\(result.tally.saved) saved"
                     if result.crossLabelDuplicates > 0 { line += ", \(result.crossLabelDuplicates) also in another query's folder" }
                     line += ")"
                     if result.exhausted { line += "; the sources ran dry" }
@@ -241,7 +241,7 @@ struct Search: AsyncParsableCommand {
                 var crossLabelDuplicates: Int
             }
             let total = Total(
-                queries: summaries, saved: summaries.map(\.saved).reduce(0, +), total: summaries.map(\.total).reduce(0, +),
+                queries: summaries, saved: summaries.map(\.tally.saved).reduce(0, +), total: summaries.map(\.total).reduce(0, +),
                 crossLabelDuplicates: summaries.map(\.crossLabelDuplicates).reduce(0, +)
             )
             if let data = try? encoder.encode(total) { FileHandle.standardOutput.write(data + Data("\n".utf8)) }
@@ -294,8 +294,8 @@ struct Search: AsyncParsableCommand {
         if summary.upToDate {
             line = "up to date: \(summary.total) images in \(output) (asked for \(summary.target)); nothing to fetch"
         } else {
-            var text = "\(summary.saved) saved, \(summary.total)/\(summary.target) in \(output)"
-            text += ", \(summary.failed) failed, \(summary.duplicates) duplicates, \(summary.filtered) filtered"
+            var text = "\(summary.tally.saved) saved, \(summary.total)/\(summary.target) in \(output)"
+            text += ", \(summary.tally.failed) failed, \(summary.duplicates) duplicates, \(summary.filtered) filtered"
             text += ", \(summary.pages) pages"
             text += String(format: " in %.1fs", summary.seconds)
             let failed = summary.providerStatus.filter { $0.status == .failed }
