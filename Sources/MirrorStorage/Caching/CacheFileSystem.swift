@@ -6,14 +6,15 @@ import Glibc
 import Musl
 #elseif canImport(Darwin)
 import Darwin
-import MirrorCore
 #endif
+import MirrorCore
 
-/// The few POSIX file operations the disk cache needs, with errors turned into ``DiskCacheError``.
+/// The few POSIX file operations the disk cache needs beside ``AtomicFile`` (which writes its files), failing with
+/// ``FileError``.
 ///
 /// POSIX rather than `FileManager` where the semantics matter: `link(2)` creates a name atomically and
-/// never replaces one, `rename(2)` replaces one atomically, and `mkdir(2)` reports `EEXIST` instead of
-/// racing a check. All functions are safe to call from any thread.
+/// never replaces one, and `mkdir(2)` reports `EEXIST` instead of racing a check. All functions are safe
+/// to call from any thread.
 enum CacheFileSystem {
     /// What `stat(2)` says about a file.
     package struct Status: Sendable, Hashable {
@@ -22,11 +23,6 @@ enum CacheFileSystem {
         var inode: UInt64
         package var isRegularFile: Bool
         package var isDirectory: Bool
-    }
-
-    /// The error for a failed POSIX call, with `strerror`'s text for `code`.
-    package static func failure(_ operation: String, _ url: URL, _ code: Int32) -> DiskCacheError {
-        .fileSystem(operation: operation, path: url.path, reason: String(cString: strerror(code)))
     }
 
     /// The status of the file at `url`, or `nil` if there is none.
@@ -61,7 +57,7 @@ enum CacheFileSystem {
 
     /// Creates the directory at `url` and any missing parents; an existing directory is not an error,
     /// even when another thread creates it at the same moment.
-    static func makeDirectory(_ url: URL) throws(DiskCacheError) {
+    static func makeDirectory(_ url: URL) throws(FileError) {
         if mkdir(url.path, 0o755) == 0 {
             return
         }
@@ -71,16 +67,16 @@ enum CacheFileSystem {
             if status(of: url)?.isDirectory == true {
                 return
             }
-            throw failure("mkdir", url, ENOTDIR)
+            throw FileError(operation: "create the folder", path: url.path, code: ENOTDIR)
         case ENOENT:
             let parent = url.deletingLastPathComponent()
             guard parent.path != url.path else {
-                throw failure("mkdir", url, code)
+                throw FileError(operation: "create the folder", path: url.path, code: code)
             }
             try makeDirectory(parent)
             try makeDirectory(url)
         default:
-            throw failure("mkdir", url, code)
+            throw FileError(operation: "create the folder", path: url.path, code: code)
         }
     }
 
@@ -92,19 +88,46 @@ enum CacheFileSystem {
         link(source.path, destination.path) == 0 ? 0 : errno
     }
 
-    /// Renames `source` to `destination` atomically, replacing any file there (`rename(2)`).
-    package static func move(_ source: URL, to destination: URL) throws(DiskCacheError) {
-        guard rename(source.path, destination.path) == 0 else {
-            throw failure("rename", destination, errno)
+    /// Whether a failed `link(2)`'s `errno` says the link cannot be made here at all: across filesystems (`EXDEV`), or on
+    /// one without hard links (`EPERM`, `ENOTSUP`, `EOPNOTSUPP`, `EMLINK`, `ENOSYS`); the caller copies or renames instead.
+    static func refusesHardLinks(_ code: Int32) -> Bool {
+        [EXDEV, EPERM, ENOTSUP, EOPNOTSUPP, EMLINK, ENOSYS].contains(code)
+    }
+
+    /// Moves a finished temporary file to `destination` without replacing a file there: ``AtomicFile/publish(_:as:)``
+    /// (`link(2)`, failing with `EEXIST`), or, where the filesystem has no hard links, `rename(2)` after a last check
+    /// that `destination` is free (a small race remains).
+    static func publish(_ temporary: URL, as destination: URL) throws(FileError) {
+        do throws(FileError) {
+            try AtomicFile.publish(temporary, as: destination)
+        } catch {
+            guard refusesHardLinks(error.code) else { throw error }
+            guard !exists(destination) else { throw FileError(operation: "save", path: destination.path, code: EEXIST) }
+            try AtomicFile.replace(destination, with: temporary)
         }
     }
 
-    /// Copies the contents of `source` to a new file at `destination`, which must not exist.
-    package static func copy(_ source: URL, to destination: URL) throws(DiskCacheError) {
-        do {
-            try FileManager.default.copyItem(at: source, to: destination)
-        } catch {
-            throw .fileSystem(operation: "copy", path: destination.path, reason: "\(error)")
+    /// Copies the bytes of the file at `source` into `temporary` (from ``AtomicFile/makeTemporary(in:)``), 64 KiB at a
+    /// time, so that a large image is never held in memory whole.
+    ///
+    /// - Returns: The number of bytes copied.
+    @discardableResult
+    static func copy(_ source: URL, into temporary: AtomicFile.Temporary) throws(FileError) -> Int64 {
+        let input = open(source.path, O_RDONLY | O_CLOEXEC)
+        guard input >= 0 else { throw FileError(operation: "open", path: source.path, code: errno) }
+        defer { close(input) }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 1)
+        defer { buffer.deallocate() }
+        var copied: Int64 = 0
+        while true {
+            let count = read(input, buffer.baseAddress, buffer.count)
+            if count == 0 { return copied }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw FileError(operation: "read", path: source.path, code: errno)
+            }
+            try AtomicFile.writeAll(UnsafeRawBufferPointer(rebasing: buffer[..<count]), to: temporary.descriptor, path: temporary.url.path)
+            copied += Int64(count)
         }
     }
 
@@ -115,7 +138,7 @@ enum CacheFileSystem {
     }
 
     /// Removes the directory at `url` with everything in it; a missing directory is not an error.
-    static func removeTree(_ url: URL) throws(DiskCacheError) {
+    static func removeTree(_ url: URL) throws(FileError) {
         guard exists(url) else {
             return
         }
@@ -124,7 +147,7 @@ enum CacheFileSystem {
         } catch {
             // Another thread may have removed part of the tree first; only a tree still there is a failure.
             if exists(url) {
-                throw .fileSystem(operation: "remove", path: url.path, reason: "\(error)")
+                throw FileError(operation: "remove", path: url.path, code: posixCode(of: error))
             }
         }
     }
@@ -141,27 +164,11 @@ enum CacheFileSystem {
         (try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? []
     }
 
-    /// Writes `data` to a new file in `temporaryDirectory`, then renames it to `destination`, so readers
-    /// see the old file or the whole new one, never part of it.
-    static func writeAtomically(
-        _ data: Data,
-        to destination: URL,
-        temporaryDirectory: URL
-    ) throws(DiskCacheError) {
-        try makeDirectory(temporaryDirectory)
-        try makeDirectory(destination.deletingLastPathComponent())
-        let temporary = temporaryDirectory.appendingPathComponent(UUID().uuidString)
-        do {
-            try data.write(to: temporary)
-        } catch {
-            removeFile(temporary)
-            throw .fileSystem(operation: "write", path: temporary.path, reason: "\(error)")
+    /// The `errno` behind a `FileManager` error (its underlying POSIX error), or `EIO` when it names none.
+    private static func posixCode(of error: any Error) -> Int32 {
+        guard let posix = (error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError, posix.domain == NSPOSIXErrorDomain else {
+            return EIO
         }
-        do {
-            try move(temporary, to: destination)
-        } catch {
-            removeFile(temporary)
-            throw error
-        }
+        return Int32(posix.code)
     }
 }

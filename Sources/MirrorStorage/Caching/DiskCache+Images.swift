@@ -6,8 +6,8 @@ import Glibc
 import Musl
 #elseif canImport(Darwin)
 import Darwin
-import MirrorCore
 #endif
+import MirrorCore
 
 extension DiskCache {
     /// The JSON record in `index/<CacheKey.fileName>`.
@@ -23,9 +23,9 @@ extension DiskCache {
     ///
     /// The file becomes the object `objects/<2 hex>/<sha256>`. When ``prefersHardLinks`` is on and the
     /// file is on the cache's filesystem, it is added by `link(2)`: no bytes are copied, and the object
-    /// appears whole at once. Otherwise it is copied to a temporary file inside the cache and renamed
-    /// into place. If an object with this digest and size already exists, nothing is copied. The index
-    /// record is then written the same atomic way.
+    /// appears whole at once. Otherwise it is copied to a temporary file in the cache's `tmp/` and renamed
+    /// into place (``AtomicFile``). If an object with this digest and size already exists, nothing is copied.
+    /// The index record is then written the same atomic way.
     ///
     /// - Important: Call this only with bodies that were already validated (a complete image whose
     ///   digest is `sha256`); the cache trusts both and does not read the file to check them.
@@ -38,7 +38,7 @@ extension DiskCache {
     ///   - sha256: The SHA-256 of the file's bytes, as 64 lowercase hex digits.
     ///   - key: The key of the URL the body came from.
     ///   - format: The image format to record, such as `"jpeg"`; optional.
-    /// - Throws: ``DiskCacheError/invalidDigest(_:)``, or ``DiskCacheError/fileSystem(operation:path:reason:)``.
+    /// - Throws: ``DiskCacheError/invalidDigest(_:)``, or ``DiskCacheError/fileSystem(_:)``.
     public func store(
         fileAt source: URL,
         sha256: String,
@@ -50,28 +50,28 @@ extension DiskCache {
         }
         // A symbolic link is refused: link(2) would make the object a link to a file the cache does not own.
         guard let sourceStatus = CacheFileSystem.status(of: source, followingLinks: false) else {
-            throw CacheFileSystem.failure("stat", source, ENOENT)
+            throw .fileSystem(FileError(operation: "find", path: source.path, code: ENOENT))
         }
         guard sourceStatus.isRegularFile else {
-            throw CacheFileSystem.failure("store", source, EINVAL)
+            throw .fileSystem(FileError(operation: "store", path: source.path, code: EINVAL))
         }
         let object = objectURL(for: sha256)
-        if let existing = CacheFileSystem.status(of: object), existing.size == sourceStatus.size {
-            CacheFileSystem.setModificationDate(now(), of: object)
-        } else {
-            try addObject(from: source, to: object, size: sourceStatus.size)
-        }
         let record = IndexRecord(
             sha256: sha256,
             bytes: sourceStatus.size,
             format: format,
             url: key.namespace == nil ? key.normalizedURL : nil
         )
-        try CacheFileSystem.writeAtomically(
-            Self.encode(record),
-            to: indexURL(for: key),
-            temporaryDirectory: temporaryDirectory
-        )
+        do throws(FileError) {
+            if let existing = CacheFileSystem.status(of: object), existing.size == sourceStatus.size {
+                CacheFileSystem.setModificationDate(now(), of: object)
+            } else {
+                try addObject(from: source, to: object, size: sourceStatus.size)
+            }
+            try replaceFile(Self.encode(record), at: indexURL(for: key))
+        } catch {
+            throw .fileSystem(error)
+        }
     }
 
     /// The cached body for `key`, or `nil` on a miss.
@@ -111,8 +111,8 @@ extension DiskCache {
     ///
     /// With ``prefersHardLinks`` on and `destination` on the cache's filesystem, `destination` becomes a
     /// hard link to the object: instant, and no extra space. Otherwise the object is copied to a
-    /// temporary file next to `destination` (named with ``temporaryFilePrefix``), which is then linked to
-    /// `destination` and removed; where the filesystem has no hard links, it is renamed after checking
+    /// temporary file next to `destination` (``AtomicFile``'s, named with ``temporaryFilePrefix``), which is then
+    /// linked to `destination` and removed; where the filesystem has no hard links, it is renamed after checking
     /// that `destination` is still free. Either way `destination` appears complete or not at all, and on
     /// failure no temporary file is left behind (a kill can leave one, which the prefix identifies).
     ///
@@ -123,7 +123,7 @@ extension DiskCache {
     ///   - destination: Where the file should appear. Its directory must exist.
     /// - Throws: ``DiskCacheError/destinationExists(path:)`` if a file is already there;
     ///   ``DiskCacheError/objectMissing(sha256:)`` if the object was swept since the lookup;
-    ///   ``DiskCacheError/fileSystem(operation:path:reason:)`` for other failures.
+    ///   ``DiskCacheError/fileSystem(_:)`` for other failures.
     public func materialize(_ entry: Entry, at destination: URL) throws(DiskCacheError) {
         guard Self.isDigest(entry.sha256) else {
             throw .invalidDigest(entry.sha256)
@@ -140,10 +140,10 @@ extension DiskCache {
                 throw .destinationExists(path: destination.path)
             case ENOENT where CacheFileSystem.status(of: entry.url) == nil:
                 throw .objectMissing(sha256: entry.sha256)
-            case EXDEV, EPERM, ENOTSUP, EOPNOTSUPP, EMLINK, ENOSYS:
+            case _ where CacheFileSystem.refusesHardLinks(code):
                 break // Another filesystem, or one without hard links: copy below.
             default:
-                throw CacheFileSystem.failure("link", destination, code)
+                throw .fileSystem(FileError(operation: "link", path: destination.path, code: code))
             }
         }
         try copyIntoPlace(entry, at: destination)
@@ -152,7 +152,7 @@ extension DiskCache {
     // MARK: - Private
 
     /// Adds `source` as the object at `object`, by hard link when allowed and possible, else by copy.
-    private func addObject(from source: URL, to object: URL, size: Int64) throws(DiskCacheError) {
+    private func addObject(from source: URL, to object: URL, size: Int64) throws(FileError) {
         try CacheFileSystem.makeDirectory(object.deletingLastPathComponent())
         if prefersHardLinks {
             // link(2) makes the whole object appear at once, and never replaces an existing name.
@@ -168,46 +168,44 @@ extension DiskCache {
             // (a damaged object to replace): copy instead.
         }
         try CacheFileSystem.makeDirectory(temporaryDirectory)
-        let temporary = temporaryURL()
-        defer { CacheFileSystem.removeFile(temporary) }
-        try CacheFileSystem.copy(source, to: temporary)
-        CacheFileSystem.setModificationDate(now(), of: temporary)
-        try CacheFileSystem.move(temporary, to: object)
+        let temporary = try AtomicFile.makeTemporary(in: temporaryDirectory)
+        defer {
+            close(temporary.descriptor)
+            AtomicFile.remove(temporary.url)
+        }
+        try CacheFileSystem.copy(source, into: temporary)
+        CacheFileSystem.setModificationDate(now(), of: temporary.url)
+        try AtomicFile.replace(object, with: temporary.url)
     }
 
     /// The copy path of ``materialize(_:at:)``.
     private func copyIntoPlace(_ entry: Entry, at destination: URL) throws(DiskCacheError) {
-        let folder = destination.deletingLastPathComponent()
-        // Keep the name within NAME_MAX (255 bytes) however long the destination's name is.
-        let suffix = String(decoding: destination.lastPathComponent.utf8.prefix(120), as: UTF8.self)
-        let temporary = folder.appendingPathComponent("\(Self.temporaryFilePrefix)\(UUID().uuidString)-\(suffix)")
-        defer { CacheFileSystem.removeFile(temporary) }
-        do {
-            try CacheFileSystem.copy(entry.url, to: temporary)
+        let temporary: AtomicFile.Temporary
+        do throws(FileError) {
+            temporary = try AtomicFile.makeTemporary(in: destination.deletingLastPathComponent())
+        } catch {
+            throw .fileSystem(error)
+        }
+        defer {
+            close(temporary.descriptor)
+            AtomicFile.remove(temporary.url)
+        }
+        let copied: Int64
+        do throws(FileError) {
+            copied = try CacheFileSystem.copy(entry.url, into: temporary)
         } catch {
             if CacheFileSystem.status(of: entry.url) == nil {
                 throw .objectMissing(sha256: entry.sha256)
             }
-            throw error
+            throw .fileSystem(error)
         }
-        guard CacheFileSystem.status(of: temporary)?.size == entry.bytes else {
+        guard copied == entry.bytes else {
             throw .objectMissing(sha256: entry.sha256) // Replaced or truncated under us: do not publish it.
         }
-        // link(2) publishes the finished copy without ever replacing an existing file.
-        let code = CacheFileSystem.hardLink(temporary, to: destination)
-        switch code {
-        case 0:
-            return
-        case EEXIST:
-            throw .destinationExists(path: destination.path)
-        case EXDEV, EPERM, ENOTSUP, EOPNOTSUPP, EMLINK, ENOSYS:
-            // No hard links on this filesystem: rename, after a last check (a small race remains).
-            guard !CacheFileSystem.exists(destination) else {
-                throw .destinationExists(path: destination.path)
-            }
-            try CacheFileSystem.move(temporary, to: destination)
-        default:
-            throw CacheFileSystem.failure("link", destination, code)
+        do throws(FileError) {
+            try CacheFileSystem.publish(temporary.url, as: destination)
+        } catch {
+            throw error.code == EEXIST ? .destinationExists(path: destination.path) : .fileSystem(error)
         }
     }
 

@@ -11,20 +11,24 @@ extension DiskCache {
     /// Stores an API response for `key`, to be returned by ``page(for:)`` until `ttl` has passed.
     ///
     /// The file is `pages/<CacheKey.fileName>`: a 16-byte header (magic, expiry time) and then `data`,
-    /// written to a temporary file and renamed into place.
+    /// written to a temporary file in `tmp/` and renamed into place, through ``AtomicFile``.
     ///
     /// - Parameters:
     ///   - data: The response body.
     ///   - key: The key; usually made from the request URL, whose secrets the key drops.
     ///   - ttl: How long the page stays valid, from now.
-    /// - Throws: ``DiskCacheError/fileSystem(operation:path:reason:)`` if the file cannot be written.
+    /// - Throws: ``DiskCacheError/fileSystem(_:)`` if the file cannot be written.
     public func storePage(_ data: Data, for key: CacheKey, ttl: Duration) throws(DiskCacheError) {
         let expiresAt = now().addingTimeInterval(ttl.seconds)
         var file = Self.pageMagic
         let milliseconds = Int64((expiresAt.timeIntervalSince1970 * 1000).rounded(.up))
         withUnsafeBytes(of: milliseconds.littleEndian) { file.append(contentsOf: $0) }
         file.append(data)
-        try CacheFileSystem.writeAtomically(file, to: pageURL(for: key), temporaryDirectory: temporaryDirectory)
+        do throws(FileError) {
+            try replaceFile(file, at: pageURL(for: key))
+        } catch {
+            throw .fileSystem(error)
+        }
     }
 
     /// The page stored for `key`, or `nil` if there is none or it has expired. An expired or corrupt page

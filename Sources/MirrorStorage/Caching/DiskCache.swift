@@ -12,9 +12,10 @@ import MirrorCore
 /// | `pages/<CacheKey.fileName>` | an API response after a 16-byte header: an 8-byte magic and the expiry time |
 /// | `tmp/` | files being written; each is renamed into place when complete |
 ///
-/// Every write goes to a new file in `tmp/` (or appears at once by `link(2)`) and is then renamed into
-/// place, so a reader, another process, or the next run after a kill sees either the old file or the
-/// whole new one. Lookups never throw: a missing, corrupt or mismatched file is a miss, and is removed.
+/// Every write goes through ``AtomicFile``, the package's one atomic writer: to a new temporary file in `tmp/`
+/// (or appears at once by `link(2)`), then renamed into place, so a reader, another process, or the next run after a
+/// kill sees either the old file or the whole new one. Lookups never throw: a missing, corrupt or mismatched file is
+/// a miss, and is removed.
 ///
 /// Recency is the modification date of a file: ``entry(for:)`` sets it to now on a hit, and ``sweep()``
 /// removes the least recently used files first once the cache is over ``sizeLimit``, down to 70% of it
@@ -62,9 +63,9 @@ public final class DiskCache: Sendable {
     /// Serializes ``sweep()`` and ``removeAll()``. Nothing else takes it (see the type's documentation).
     let maintenanceLock = NSLock()
 
-    /// The prefix of the temporary files that ``materialize(_:at:)`` writes next to a destination, so that
-    /// the owner of that folder can recognise leftovers of a killed run.
-    public static let temporaryFilePrefix = ".mirror-tmp-"
+    /// The prefix of the temporary files that ``materialize(_:at:)`` writes next to a destination: ``AtomicFile``'s,
+    /// so that the owner of that folder recognises leftovers of a killed run (``AtomicFile/removeLeftovers(in:)``).
+    public static let temporaryFilePrefix = AtomicFile.temporaryPrefix
 
     /// Creates a cache rooted at `directory`. Nothing is touched until the first write.
     ///
@@ -131,13 +132,26 @@ public final class DiskCache: Sendable {
     ///
     /// A store running at the same time in another thread or process may fail, or may leave its entry.
     ///
-    /// - Throws: ``DiskCacheError/fileSystem(operation:path:reason:)`` if a directory cannot be removed.
+    /// - Throws: ``DiskCacheError/fileSystem(_:)`` if a directory cannot be removed.
     public func removeAll() throws(DiskCacheError) {
         maintenanceLock.lock()
         defer { maintenanceLock.unlock() }
-        for area in [indexDirectory, pagesDirectory, objectsDirectory, temporaryDirectory] {
-            try CacheFileSystem.removeTree(area)
+        do throws(FileError) {
+            for area in [indexDirectory, pagesDirectory, objectsDirectory, temporaryDirectory] {
+                try CacheFileSystem.removeTree(area)
+            }
+        } catch {
+            throw .fileSystem(error)
         }
+    }
+
+    /// Writes `data` as `destination`, replacing what is there, through ``AtomicFile/replaceFile(_:at:sync:staging:)``
+    /// with its temporary file in `tmp/`: readers see the old file or the whole new one. Not synced: a cache file lost
+    /// to a crash is a miss.
+    func replaceFile(_ data: Data, at destination: URL) throws(FileError) {
+        try CacheFileSystem.makeDirectory(temporaryDirectory)
+        try CacheFileSystem.makeDirectory(destination.deletingLastPathComponent())
+        try AtomicFile.replaceFile(data, at: destination, staging: temporaryDirectory)
     }
 
     // MARK: - Layout
@@ -159,11 +173,6 @@ public final class DiskCache: Sendable {
 
     package func pageURL(for key: CacheKey) -> URL {
         pagesDirectory.appendingPathComponent(key.fileName)
-    }
-
-    /// A fresh path inside the cache's `tmp/` directory (same filesystem, so a rename out of it is atomic).
-    func temporaryURL() -> URL {
-        temporaryDirectory.appendingPathComponent(UUID().uuidString)
     }
 
     /// Whether `string` is a SHA-256 hex digest as this cache names objects: 64 lowercase hex digits.

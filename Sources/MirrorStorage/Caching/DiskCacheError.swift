@@ -12,8 +12,8 @@ public enum DiskCacheError: Error, Sendable, Hashable, CustomStringConvertible {
     case destinationExists(path: String)
     /// The cached object disappeared (swept or removed) between the lookup and its use.
     case objectMissing(sha256: String)
-    /// A file system call failed: which call, on which path, and the system's reason.
-    case fileSystem(operation: String, path: String, reason: String)
+    /// A file-system call failed: the package's one ``FileError`` (what was being done, to which path, the `errno`).
+    case fileSystem(FileError)
 
     public var description: String {
         switch self {
@@ -23,8 +23,8 @@ public enum DiskCacheError: Error, Sendable, Hashable, CustomStringConvertible {
             "will not replace the existing file \(path)"
         case .objectMissing(let sha256):
             "cached object \(sha256) is gone"
-        case .fileSystem(let operation, let path, let reason):
-            "cache \(operation) failed for \(path): \(reason)"
+        case .fileSystem(let error):
+            "the cache \(error)"
         }
     }
 }

@@ -69,4 +69,20 @@ struct DiskCachePageTests {
             #expect(cache.page(for: pageKey) == Data())
         }
     }
+
+    @Test("a write the file system refuses throws its FileError, and leaves no temporary file")
+    func refusedWriteIsAFileError() throws {
+        try withCacheTestDirectory { directory in
+            // Given a cache where a folder stands in the page's place
+            let cache = DiskCache(directory: directory)
+            let page = cache.pageURL(for: pageKey)
+            try FileManager.default.createDirectory(at: page, withIntermediateDirectories: true)
+
+            // When the page is stored / Then rename(2)'s error comes through whole, and tmp/ is left empty
+            #expect(throws: DiskCacheError.fileSystem(FileError(operation: "save", path: page.path, code: EISDIR))) {
+                try cache.storePage(Data("{}".utf8), for: pageKey, ttl: .seconds(60))
+            }
+            #expect(CacheFixture.files(under: cache.temporaryDirectory).isEmpty)
+        }
+    }
 }
