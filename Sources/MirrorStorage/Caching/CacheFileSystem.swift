@@ -95,7 +95,7 @@ enum CacheFileSystem {
     }
 
     /// Moves a finished temporary file to `destination` without replacing a file there: ``AtomicFile/publish(_:as:)``
-    /// (`link(2)`, failing with `EEXIST`), or, where the filesystem has no hard links, `rename(2)` after a last check
+    /// (`renameat2` without replacing, or `link(2)`; failing with `EEXIST`), or, where the filesystem has neither, `rename(2)` after a last check
     /// that `destination` is free (a small race remains).
     static func publish(_ temporary: URL, as destination: URL) throws(FileError) {
         do throws(FileError) {
