@@ -76,8 +76,76 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible {
     ///   - droppingQueryItems: More query item names to drop, for example a provider's own volatile
     ///     parameters. They are matched case-insensitively, on top of ``droppedQueryItemNames``.
     public init(url: URL, droppingQueryItems extraNames: Set<String> = []) {
-        let normalized = Self.normalize(url, extraNames: Set(extraNames.map { $0.lowercased() }))
+        let normalized = Self.alreadyNormalized(url.absoluteString)
+            ?? Self.normalize(url, extraNames: Set(extraNames.map { $0.lowercased() }))
         self.init(normalizedString: normalized, namespace: nil)
+    }
+
+    /// The normalized form of a URL's text (`absoluteString`), the same as ``init(url:droppingQueryItems:)``'s.
+    package static func normalized(_ text: String) -> String? {
+        if let same = alreadyNormalized(text) { return same }
+        return URL(string: text).map { CacheKey(url: $0).normalizedURL }
+    }
+
+    /// `text` itself when it is normalized already, read from its bytes alone: `http(s)://host[:port]/path` with a
+    /// lowercase scheme and host, a port that is not the scheme's default, no user, query or fragment, and a path of
+    /// plain URL characters without dot segments — what nearly every image URL of a table looks like. Nil for anything
+    /// else, which `URLComponents` normalizes (measured: 2 % of a run's samples, for text that stays as it was).
+    package static func alreadyNormalized(_ text: String) -> String? {
+        let fast = text.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
+            let https: [UInt8] = Array("https://".utf8), http = Array("http://".utf8)
+            let start: Int, defaultPort: Int
+            if bytes.starts(with: https) {
+                (start, defaultPort) = (https.count, 443)
+            } else if bytes.starts(with: http) {
+                (start, defaultPort) = (http.count, 80)
+            } else {
+                return false
+            }
+            guard let slash = bytes[start...].firstIndex(of: UInt8(ascii: "/")), slash > start else { return false }
+            // The authority: a lowercase host name or IPv4 address, then perhaps a port.
+            var index = start
+            while index < slash, isHostByte(bytes[index]) { index += 1 }
+            guard index > start else { return false }
+            if index < slash {
+                guard bytes[index] == UInt8(ascii: ":") else { return false }
+                let digits = bytes[(index + 1)..<slash]
+                guard (1...5).contains(digits.count), digits.first != UInt8(ascii: "0"),
+                      digits.allSatisfy({ (0x30...0x39).contains($0) }) else { return false }
+                let port = digits.reduce(0) { $0 * 10 + Int($1 - 0x30) }
+                guard port <= 65_535, port != defaultPort else { return false }
+            }
+            // The path: plain characters, no query, no fragment, no `.` or `..` segment.
+            var previous: UInt8 = 0
+            for byte in bytes[slash...] {
+                guard isPathByte(byte), !(previous == UInt8(ascii: "/") && byte == UInt8(ascii: ".")) else { return false }
+                previous = byte
+            }
+            return true
+        }
+        return fast == true ? text : nil
+    }
+
+    private static func isHostByte(_ byte: UInt8) -> Bool {
+        (0x61...0x7A).contains(byte) || (0x30...0x39).contains(byte) || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "-")
+    }
+
+    /// Unreserved characters, sub-delimiters, `:`, `@`, `%` (of an escape) and `/`; not `?` or `#`.
+    private static func isPathByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case 0x61...0x7A, 0x41...0x5A, 0x30...0x39: true
+        case UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "!"), UInt8(ascii: "$"),
+             UInt8(ascii: "&"), UInt8(ascii: "'"), UInt8(ascii: "("), UInt8(ascii: ")"), UInt8(ascii: "*"), UInt8(ascii: "+"),
+             UInt8(ascii: ","), UInt8(ascii: ";"), UInt8(ascii: "="), UInt8(ascii: ":"), UInt8(ascii: "@"), UInt8(ascii: "%"),
+             UInt8(ascii: "/"): true
+        default: false
+        }
+    }
+
+    /// What `URLComponents` makes of `url` (``init(url:droppingQueryItems:)`` without its shortcut), for tests that
+    /// check the shortcut against it.
+    package static func normalizedByComponents(_ url: URL) -> String {
+        normalize(url, extraNames: [])
     }
 
     /// Creates a key for something that is not a URL, such as a page of search results.

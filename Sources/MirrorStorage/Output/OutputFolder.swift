@@ -194,8 +194,8 @@ public final class OutputFolder: Sendable {
     private static func remember(_ record: ManifestRecord, in state: inout State) {
         state.count += 1
         state.counts[record.label ?? "", default: 0] += 1
-        if let url = URL(string: record.url) {
-            state.keys.insert(scoped(CacheKey(url: url).normalizedURL, label: record.label).key(for: .url))
+        if let normalized = CacheKey.normalized(record.url) {
+            state.keys.insert(scoped(normalized, label: record.label).key(for: .url))
         }
         // The first file with these bytes is the one named: insert keeps an existing key's value.
         state.keys.insert(scoped(record.sha256, label: record.label).key(for: .digest), value: record.file)

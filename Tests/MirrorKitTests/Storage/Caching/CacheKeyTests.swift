@@ -67,6 +67,35 @@ struct CacheKeyTests {
         }
     }
 
+    @Test("the shortcut for URLs that are normalized already agrees with URLComponents, and takes only those")
+    func shortcutAgreesWithComponents() {
+        // Given URLs the shortcut takes, and URLs it must leave to URLComponents
+        let taken = [
+            "http://127.0.0.1:8080/i000001.jpg", "https://example.com/a/b/c.png", "https://cdn.example.com/x_y-z~1.webp",
+            "https://example.com/a%20b/c%2Fd.gif", "https://example.com:8443/p/q", "http://example.com/", "https://a-b.example/x,y;z=1",
+            "https://example.com/@user/photo:1.jpg", "http://10.0.0.1:1/a",
+        ]
+        let left = [
+            "HTTP://example.com/a", "https://Example.com/a", "https://example.com:443/a", "http://example.com:80/a",
+            "http://example.com:0080/a", "https://example.com", "https://example.com/a?b=1", "https://example.com/a#f",
+            "https://user:pass@example.com/a", "https://[::1]:8080/a", "https://example.com/./a", "https://example.com/a/../b",
+            "https://example.com/a/.", "https://example.com/a/.../b", "ftp://example.com/a", "https://example.com:99999/a", "https://ex%41mple.com/a",
+        ]
+
+        // When each is normalized both ways / Then the shortcut takes the first list unchanged, gives up on the second,
+        // and every key is what URLComponents makes
+        for text in taken {
+            let url = URL(string: text)!
+            #expect(CacheKey.alreadyNormalized(url.absoluteString) == text, "\(text)")
+            #expect(CacheKey(url: url).normalizedURL == CacheKey.normalizedByComponents(url), "\(text)")
+        }
+        for text in left {
+            guard let url = URL(string: text) else { continue }
+            #expect(CacheKey.alreadyNormalized(url.absoluteString) == nil, "\(text)")
+            #expect(CacheKey(url: url).normalizedURL == CacheKey.normalizedByComponents(url), "\(text)")
+        }
+    }
+
     @Test("different images keep different keys")
     func distinctImagesStayDistinct() {
         // Given URLs that differ in path case, query value or port
