@@ -43,7 +43,7 @@ public enum FileNaming {
             }
         }
         var name = String(scalars)
-        while name.contains("..") { name = name.replacingOccurrences(of: "..", with: ".") }
+        while hasDoubleDot(name) { name = name.replacingOccurrences(of: "..", with: ".") }
         name = trimmingEdges(name)
         name = truncated(name, toUTF8Bytes: maximumLength)
         name = trimmingEdges(name)
@@ -53,6 +53,9 @@ public enum FileNaming {
 
     /// Prefixes `_` to a name whose part before the first dot is a reserved device name (`CON.txt` too).
     static func guardingReserved(_ name: String) -> String {
+        // Reserved names are three or four letters long: most stems are not, and need no closer look.
+        let stemLength = name.utf8.firstIndex(of: UInt8(ascii: ".")).map { name.utf8.distance(from: name.utf8.startIndex, to: $0) } ?? name.utf8.count
+        guard stemLength == 3 || stemLength == 4 else { return name }
         let stem = name.split(separator: ".", maxSplits: 1).first.map(String.init) ?? name
         return reserved.contains(stem.uppercased()) ? "_" + name : name
     }
@@ -76,13 +79,24 @@ public enum FileNaming {
 
     /// The stem a URL suggests: its last path segment without the extension (percent-decoded).
     public static func stem(of url: URL) -> String {
-        let segment = url.lastPathComponent.removingPercentEncoding ?? url.lastPathComponent
+        let last = url.lastPathComponent
+        let segment = last.utf8.contains(UInt8(ascii: "%")) ? last.removingPercentEncoding ?? last : last
         guard segment != "/" && !segment.isEmpty else { return url.host ?? "image" }
         if let dot = segment.lastIndex(of: "."), dot != segment.startIndex {
             let ext = segment[segment.index(after: dot)...].lowercased()
             if ext.count <= 5 { return String(segment[..<dot]) }
         }
         return segment
+    }
+
+    /// Whether `text` has two dots in a row (by its bytes: Foundation's `contains` bridges to `NSString` on Linux).
+    private static func hasDoubleDot(_ text: String) -> Bool {
+        var previous: UInt8 = 0
+        for byte in text.utf8 {
+            if byte == UInt8(ascii: "."), previous == byte { return true }
+            previous = byte
+        }
+        return false
     }
 
     /// `text` without leading and trailing `.`, `-`, `_` and spaces.
