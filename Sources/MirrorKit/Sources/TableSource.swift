@@ -11,12 +11,48 @@ import MirrorTransport
 /// Repeated URLs are left to the pipeline's admission (a table may list one URL on many rows).
 ///
 /// Given a ``WorkShard``, the source reads every row and yields only this copy's share, counting both.
-public final class TableSource: CandidateSource, @unchecked Sendable {  // `reader` and `tally` are used only under `lock`
-    private let lock = Locked(())
+///
+/// The table is read ahead in batches of ``batchSize`` items on a queue of its own, so that the blocking reads (a slow
+/// disk, a network file system, a gzip stream) never hold a thread of Swift's cooperative pool; one hop to that queue
+/// per batch, not per row.
+public final class TableSource: CandidateSource, @unchecked Sendable {  // `reader` is used only on `queue` (serial)
+    /// Items read ahead at most.
+    static let batchSize = 256
+
+    private struct State {
+        var tally = ShareTally()
+        /// Items read ahead, each with the rows read up to it, from `index` on.
+        var ahead: [(item: SourceItem, rows: Int)] = []
+        var index = 0
+        /// Rows read so far (ahead of ``ShareTally/rows`` by the items not yet taken).
+        var rowsRead = 0
+        /// The table ended (nothing more to read), or reading it failed.
+        var ended = false
+        var failure: (any Error)?
+
+        /// The next item read ahead; `.some(nil)` at the end; nil when the batch is used up.
+        mutating func take() throws -> SourceItem?? {
+            if index < ahead.count {
+                let (item, rows) = ahead[index]
+                index += 1
+                tally.rows = rows
+                tally.taken += 1
+                return .some(item)
+            }
+            if let failure { throw failure }
+            if ended {
+                tally.rows = rowsRead
+                return .some(nil)
+            }
+            return nil
+        }
+    }
+
     private let reader: TableReader
     private let shard: WorkShard?
     private let blockSize: Int
-    private var tally = ShareTally()
+    private let state = Locked(State())
+    private let queue = DispatchQueue(label: "mirror.table")
 
     /// How much of the table this copy took.
     public struct ShareTally: Sendable, Hashable {
@@ -35,22 +71,57 @@ public final class TableSource: CandidateSource, @unchecked Sendable {  // `read
     }
 
     /// Rows read and rows taken so far.
-    public var share: ShareTally { lock.withLock { _ in tally } }
+    public var share: ShareTally { state.withLock { $0.tally } }
 
     public func next() async throws -> SourceItem? {
-        try lock.withLock { _ in
-            while let row = try reader.next() {
-                tally.rows += 1
+        if let ready = try state.withLock({ try $0.take() }) { return ready }
+        return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<SourceItem?, any Error>) in
+            queue.async { [self] in
+                continuation.resume(with: Result { try nextOnQueue() })
+            }
+        }
+    }
+
+    /// The next item, reading the next batch first if it is needed; on ``queue``. The reads happen outside the lock,
+    /// so that a caller that finds items ready never waits for the disk.
+    private func nextOnQueue() throws -> SourceItem? {
+        // Another caller may have had the next batch read meanwhile.
+        let (ready, taken) = try state.withLock { state in (try state.take(), state.tally.taken) }
+        if let ready { return ready }
+        let batch = readAhead(slotsFrom: taken)
+        return try state.withLock { state in
+            state.ahead = batch.items
+            state.index = 0
+            state.rowsRead += batch.rows
+            state.ended = batch.ended
+            state.failure = batch.failure
+            return try state.take() ?? nil
+        }
+    }
+
+    /// Reads up to ``batchSize`` of this copy's items, or to the end of the table; each with the rows read up to it
+    /// (counted from this batch's start), numbered from `slotsFrom` when split by host. A failure is kept for after the
+    /// items read before it.
+    private func readAhead(slotsFrom first: Int) -> (items: [(item: SourceItem, rows: Int)], rows: Int, ended: Bool, failure: (any Error)?) {
+        let before = state.withLock { $0.rowsRead }
+        var items: [(item: SourceItem, rows: Int)] = []
+        items.reserveCapacity(Self.batchSize)
+        var rows = 0
+        do {
+            while items.count < Self.batchSize {
+                guard let row = try reader.next() else { return (items, rows, true, nil) }
+                rows += 1
                 var item = Self.item(for: row)
                 if let shard {
                     let host: String? = if case let .candidate(candidate) = item { candidate.url.host } else { nil }
                     guard shard.owns(position: row.position, host: host, blockSize: blockSize) else { continue }
-                    if shard.split == .host { item.provenance.slot = tally.taken }
+                    if shard.split == .host { item.provenance.slot = first + items.count }
                 }
-                tally.taken += 1
-                return item
+                items.append((item, before + rows))
             }
-            return nil
+            return (items, rows, false, nil)
+        } catch {
+            return (items, rows, false, error)
         }
     }
 
