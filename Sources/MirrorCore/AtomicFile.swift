@@ -151,10 +151,23 @@ public enum AtomicFile {
         return removed
     }
 
+    /// A name token unique in this process and unlikely in any other: a random number drawn once, then a counter
+    /// (a `getrandom(2)` per temporary file was one system call per image more than needed). Names need not be secret:
+    /// `O_EXCL | O_NOFOLLOW` is what keeps a planted file or link from being used.
     private static func randomToken() -> String {
-        var generator = SystemRandomNumberGenerator()
-        return String(UInt64.random(in: 0...UInt64.max, using: &generator), radix: 36)
+        let count = tokenCounter.withLock { value -> UInt64 in
+            value &+= 1
+            return value
+        }
+        return tokenPrefix + String(count, radix: 36)
     }
+
+    private static let tokenPrefix: String = {
+        var generator = SystemRandomNumberGenerator()
+        return String(UInt64.random(in: 0...UInt64.max, using: &generator), radix: 36) + "-"
+    }()
+
+    private static let tokenCounter = Locked<UInt64>(0)
 }
 
 /// A failed file-system call: what was being done, to which path, and the `errno`.
