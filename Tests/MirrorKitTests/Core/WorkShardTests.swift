@@ -77,32 +77,6 @@ struct WorkShardTests {
         return candidates
     }
 
-    @Test("the source reads ahead in batches, yet counts only the rows it gave, and callers at once share the rows")
-    func readAheadCountsWhatItGaveAndServesConcurrentCallers() async throws {
-        // Given a table of 600 rows (more than two batches of read-ahead)
-        let path = try table()
-        let source = TableSource(try TableReader(path: path))
-
-        // When three rows are taken / Then the tally counts three, not the batch read behind them
-        for _ in 0..<3 { _ = try await source.next() }
-        #expect(source.share == TableSource.ShareTally(rows: 3, taken: 3))
-
-        // When eight tasks take the rest at once / Then every row comes exactly once and the tally is whole
-        let keys = try await withThrowingTaskGroup(of: [String].self) { group in
-            for _ in 0..<8 {
-                group.addTask {
-                    var keys: [String] = []
-                    while let item = try await source.next() { keys.append(item.provenance.key ?? "") }
-                    return keys
-                }
-            }
-            return try await group.reduce(into: []) { $0 += $1 }
-        }
-        #expect(keys.count == 597 && Set(keys).count == 597)
-        #expect(source.share == TableSource.ShareTally(rows: 600, taken: 600))
-        #expect(try await source.next() == nil)
-    }
-
     @Test(arguments: [WorkShard.Split.row, .host])
     func nCopiesTakeEveryRowExactlyOnce(split: WorkShard.Split) async throws {
         let path = try table()

@@ -1,0 +1,40 @@
+import Foundation
+@testable import MirrorKit
+import Testing
+
+/// A table as the pipeline's source: read ahead on a queue of its own, taken by any number of callers at once.
+/// (Its own suite, apart from the work shards', so that ThreadSanitizer runs it: CI skips `WorkShardTests`.)
+@Suite("Table source")
+struct TableSourceTests {
+    private let folder = TemporaryDirectory()
+
+    @Test("the source reads ahead in batches, yet counts only the rows it gave, and callers at once share the rows")
+    func readAheadCountsWhatItGaveAndServesConcurrentCallers() async throws {
+        // Given a table of 600 rows (more than two batches of read-ahead), one of them bad
+        var lines = (0..<600).map { "http://host\($0 % 7).test/\($0).png" }
+        lines[300] = "not a url"
+        let file = folder.url.appendingPathComponent("table.txt")
+        try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: file)
+        let source = TableSource(try TableReader(path: file.path))
+
+        // When three rows are taken / Then the tally counts three, not the batch read behind them
+        for _ in 0..<3 { _ = try await source.next() }
+        #expect(source.share == TableSource.ShareTally(rows: 3, taken: 3))
+
+        // When eight tasks take the rest at once / Then every row comes exactly once and the tally is whole
+        let keys = try await withThrowingTaskGroup(of: [String].self) { group in
+            for _ in 0..<8 {
+                group.addTask {
+                    var keys: [String] = []
+                    while let item = try await source.next() { keys.append(item.provenance.key ?? "") }
+                    return keys
+                }
+            }
+            return try await group.reduce(into: []) { $0 += $1 }
+        }
+        #expect(keys.count == 597 && Set(keys).count == 597)
+        #expect(source.share == TableSource.ShareTally(rows: 600, taken: 600))
+        let after = try await source.next()
+        #expect(after == nil)
+    }
+}
