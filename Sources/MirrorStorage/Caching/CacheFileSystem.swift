@@ -88,25 +88,6 @@ enum CacheFileSystem {
         link(source.path, destination.path) == 0 ? 0 : errno
     }
 
-    /// Whether a failed `link(2)`'s `errno` says the link cannot be made here at all: across filesystems (`EXDEV`), or on
-    /// one without hard links (`EPERM`, `ENOTSUP`, `EOPNOTSUPP`, `EMLINK`, `ENOSYS`); the caller copies or renames instead.
-    static func refusesHardLinks(_ code: Int32) -> Bool {
-        [EXDEV, EPERM, ENOTSUP, EOPNOTSUPP, EMLINK, ENOSYS].contains(code)
-    }
-
-    /// Moves a finished temporary file to `destination` without replacing a file there: ``AtomicFile/publish(_:as:)``
-    /// (`renameat2` without replacing, or `link(2)`; failing with `EEXIST`), or, where the filesystem has neither, `rename(2)` after a last check
-    /// that `destination` is free (a small race remains).
-    static func publish(_ temporary: URL, as destination: URL) throws(FileError) {
-        do throws(FileError) {
-            try AtomicFile.publish(temporary, as: destination)
-        } catch {
-            guard refusesHardLinks(error.code) else { throw error }
-            guard !exists(destination) else { throw FileError(operation: "save", path: destination.path, code: EEXIST) }
-            try AtomicFile.replace(destination, with: temporary)
-        }
-    }
-
     /// Copies the bytes of the file at `source` into `temporary` (from ``AtomicFile/makeTemporary(in:)``), 64 KiB at a
     /// time, so that a large image is never held in memory whole.
     ///

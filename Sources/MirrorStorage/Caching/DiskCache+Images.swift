@@ -111,9 +111,8 @@ extension DiskCache {
     ///
     /// With ``prefersHardLinks`` on and `destination` on the cache's filesystem, `destination` becomes a
     /// hard link to the object: instant, and no extra space. Otherwise the object is copied to a
-    /// temporary file next to `destination` (``AtomicFile``'s, named with ``temporaryFilePrefix``), which is then
-    /// linked to `destination` and removed; where the filesystem has no hard links, it is renamed after checking
-    /// that `destination` is still free. Either way `destination` appears complete or not at all, and on
+    /// temporary file next to `destination` (``AtomicFile``'s, named with ``temporaryFilePrefix``), which
+    /// ``AtomicFile/publish(_:as:)`` then moves to `destination` without replacing a file there. Either way `destination` appears complete or not at all, and on
     /// failure no temporary file is left behind (a kill can leave one, which the prefix identifies).
     ///
     /// The caller decides about `fsync`: the output folder batches it (see DESIGN, durability).
@@ -140,7 +139,7 @@ extension DiskCache {
                 throw .destinationExists(path: destination.path)
             case ENOENT where CacheFileSystem.status(of: entry.url) == nil:
                 throw .objectMissing(sha256: entry.sha256)
-            case _ where CacheFileSystem.refusesHardLinks(code):
+            case _ where AtomicFile.refusesHardLinks(code):
                 break // Another filesystem, or one without hard links: copy below.
             default:
                 throw .fileSystem(FileError(operation: "link", path: destination.path, code: code))
@@ -203,7 +202,7 @@ extension DiskCache {
             throw .objectMissing(sha256: entry.sha256) // Replaced or truncated under us: do not publish it.
         }
         do throws(FileError) {
-            try CacheFileSystem.publish(temporary.url, as: destination)
+            try AtomicFile.publish(temporary.url, as: destination)
         } catch {
             throw error.code == EEXIST ? .destinationExists(path: destination.path) : .fileSystem(error)
         }
