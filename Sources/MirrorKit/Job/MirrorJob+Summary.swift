@@ -6,7 +6,7 @@ import MirrorStorage
 
 extension MirrorJob {
     /// What a run did; `--json` prints it, the tally's counts flat beside the rest.
-    public struct Summary: Sendable, Hashable, Codable {
+    public struct Summary: Sendable, Hashable, Encodable {
         // MARK: The count
 
         /// Images in the folder at the end, and the count asked for.
@@ -52,32 +52,6 @@ extension MirrorJob {
             case saved, total, target, exhausted, upToDate, interrupted, failed, duplicates, filtered, failures, label
             case crossLabelDuplicates, providers, providerStatus, pages, apiRequests, downloadNotifications
             case downloadNotificationsFailed, bytes, seconds
-        }
-
-        /// The JSON names only the sums: a decoded summary holds ``duplicates`` in ``Tally/duplicates`` and ``filtered``
-        /// in ``Tally/filtered``.
-        public init(from decoder: any Decoder) throws {
-            let container = try decoder.container(keyedBy: CodingKeys.self)
-            tally.saved = try container.decode(Int.self, forKey: .saved)
-            total = try container.decode(Int.self, forKey: .total)
-            target = try container.decode(Int.self, forKey: .target)
-            exhausted = try container.decode(Bool.self, forKey: .exhausted)
-            upToDate = try container.decode(Bool.self, forKey: .upToDate)
-            interrupted = try container.decode(Bool.self, forKey: .interrupted)
-            tally.failed = try container.decode(Int.self, forKey: .failed)
-            tally.duplicates = try container.decode(Int.self, forKey: .duplicates)
-            tally.filtered = try container.decode(Int.self, forKey: .filtered)
-            tally.failures = try container.decode([String: Int].self, forKey: .failures)
-            label = try container.decodeIfPresent(String.self, forKey: .label)
-            crossLabelDuplicates = try container.decode(Int.self, forKey: .crossLabelDuplicates)
-            providers = try container.decode([String].self, forKey: .providers)
-            providerStatus = try container.decode([ProviderReport].self, forKey: .providerStatus)
-            pages = try container.decode(Int.self, forKey: .pages)
-            apiRequests = try container.decode(Int.self, forKey: .apiRequests)
-            downloadNotifications = try container.decode(Int.self, forKey: .downloadNotifications)
-            downloadNotificationsFailed = try container.decode(Int.self, forKey: .downloadNotificationsFailed)
-            tally.bytes = try container.decode(Int64.self, forKey: .bytes)
-            seconds = try container.decode(Double.self, forKey: .seconds)
         }
 
         public func encode(to encoder: any Encoder) throws {

@@ -6,7 +6,7 @@ import MirrorStorage
 
 extension URLListJob {
     /// What a run did; `--json` prints it, the tally's counts flat beside the rest.
-    public struct Summary: Sendable, Hashable, Codable {
+    public struct Summary: Sendable, Hashable, Encodable {
         /// Rows of the table that gave a URL.
         public var total = 0
         /// How the rows ended (``Tally/alreadySaved``: URLs the output already had; ``Tally/invalid``: rows that gave
@@ -36,30 +36,6 @@ extension URLListJob {
             case total, saved, skipped, duplicates, failed, failures, invalidRows, filtered, optedOut, disallowed, bytes
             case cacheHits, seconds, hasTransientFailures, transientFailures, shards, shardsWritten, tableRows
             case shardsRewritten, missingTransient, missingPermanent
-        }
-
-        public init(from decoder: any Decoder) throws {
-            let container = try decoder.container(keyedBy: CodingKeys.self)
-            total = try container.decode(Int.self, forKey: .total)
-            tally.saved = try container.decode(Int.self, forKey: .saved)
-            tally.alreadySaved = try container.decode(Int.self, forKey: .skipped)
-            tally.duplicates = try container.decode(Int.self, forKey: .duplicates)
-            tally.failed = try container.decode(Int.self, forKey: .failed)
-            tally.failures = try container.decode([String: Int].self, forKey: .failures)
-            tally.invalid = try container.decode(Int.self, forKey: .invalidRows)
-            tally.filtered = try container.decode(Int.self, forKey: .filtered)
-            tally.optedOut = try container.decode(Int.self, forKey: .optedOut)
-            tally.disallowed = try container.decode(Int.self, forKey: .disallowed)
-            tally.bytes = try container.decode(Int64.self, forKey: .bytes)
-            tally.cacheHits = try container.decode(Int.self, forKey: .cacheHits)
-            tally.transient = try container.decodeIfPresent(Int.self, forKey: .transientFailures) ?? 0
-            seconds = try container.decode(Double.self, forKey: .seconds)
-            shards = try container.decodeIfPresent(Int.self, forKey: .shards)
-            shardsWritten = try container.decodeIfPresent(Int.self, forKey: .shardsWritten)
-            tableRows = try container.decodeIfPresent(Int.self, forKey: .tableRows)
-            shardsRewritten = try container.decodeIfPresent(Int.self, forKey: .shardsRewritten)
-            missingTransient = try container.decodeIfPresent(Int.self, forKey: .missingTransient) ?? 0
-            missingPermanent = try container.decodeIfPresent(Int.self, forKey: .missingPermanent) ?? 0
         }
 
         public func encode(to encoder: any Encoder) throws {
