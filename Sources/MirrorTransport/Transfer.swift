@@ -393,38 +393,9 @@ private let transferHeaderCallback: ccurl_data_callback = { data, size, count, c
 /// libcurl easy handles, reset and reused from one transfer to the next: a new handle is several allocations and
 /// libcurl's setting of every default, for each image (measured: libcurl's allocations were 4 % of a run's samples).
 /// `curl_easy_reset` puts a handle back to its state when new, but for the caches it keeps, which the multi handle
-/// owns here anyway. Thread-safe.
-final class EasyHandles: Sendable {
-    static let shared = EasyHandles(limit: 256)
-
-    /// Handles kept for reuse at most; more are cleaned up when given back.
-    let limit: Int
-    private let free = Locked<[EasyHandle]>([])
-
-    init(limit: Int) {
-        self.limit = limit
-    }
-
-    /// A handle in its initial state, or nil when libcurl cannot make one.
-    func take() -> UnsafeMutableRawPointer? {
-        if let reused = free.withLock({ $0.popLast() }) { return reused.pointer }
-        return curl_easy_init()
-    }
-
-    /// Returns a handle no multi handle holds any longer.
-    func give(_ handle: UnsafeMutableRawPointer) {
-        curl_easy_reset(handle)
-        let kept = free.withLock { free -> Bool in
-            guard free.count < limit else { return false }
-            free.append(EasyHandle(pointer: handle))
-            return true
-        }
-        if !kept { curl_easy_cleanup(handle) }
-    }
-}
-
-/// An idle easy handle: owned by the pool, handed out and back under `EasyHandles.free`'s lock, which is what makes
-/// `@unchecked Sendable` true.
-private struct EasyHandle: @unchecked Sendable {
-    let pointer: UnsafeMutableRawPointer
+/// owns here anyway. A handle is given back only once no multi handle holds it.
+enum EasyHandles {
+    static let shared = ReusePool<UnsafeMutableRawPointer>(
+        limit: 256, make: { curl_easy_init() }, reset: { curl_easy_reset($0) }, discard: { curl_easy_cleanup($0) }
+    )
 }

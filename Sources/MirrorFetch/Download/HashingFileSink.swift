@@ -158,34 +158,20 @@ final class BufferPool: Sendable {
     package static let limit = 64
     /// Each buffer's size in bytes.
     package let size: Int
-    private let free = Locked<[UnsafeMutableRawPointerBox]>([])
+    private let pool: ReusePool<UnsafeMutableRawPointer>
 
     init(size: Int) {
         self.size = size
-    }
-
-    deinit {
-        for box in free.withLock({ $0 }) { box.pointer.deallocate() }
+        pool = ReusePool(limit: Self.limit, make: { .allocate(byteCount: size, alignment: 64) }, discard: { $0.deallocate() })
     }
 
     /// A buffer of ``size`` bytes (its contents undefined).
     package func take() -> UnsafeMutableRawPointer {
-        if let reused = free.withLock({ $0.popLast() }) { return reused.pointer }
-        return UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 64)
+        pool.take()!  // `make` cannot fail: `allocate` traps rather than return nothing.
     }
 
     /// Returns a buffer from ``take()``.
     package func give(_ pointer: UnsafeMutableRawPointer) {
-        let kept = free.withLock { free -> Bool in
-            guard free.count < Self.limit else { return false }
-            free.append(UnsafeMutableRawPointerBox(pointer: pointer))
-            return true
-        }
-        if !kept { pointer.deallocate() }
+        pool.give(pointer)
     }
-}
-
-/// A raw pointer that may cross threads: owned by one sink at a time, handed over under `BufferPool.free`'s lock.
-struct UnsafeMutableRawPointerBox: @unchecked Sendable {
-    package let pointer: UnsafeMutableRawPointer
 }
