@@ -227,50 +227,136 @@ public struct ManifestRecord: Codable, Sendable, Hashable {
         try container.encode(originalBytes, forKey: .originalBytes)
     }
 
-    /// A string as JSON text (`null` for `nil`).
-    static func jsonText(_ value: String?) throws -> String {
-        guard let value else { return "null" }
-        // Most values need no escaping at all (no quote, backslash or control character): quoted as they are,
-        // which is what JSONEncoder writes for them too, at a fraction of its cost (measured: encoding every
-        // field through JSONEncoder was 7 % of `mirror urls`'s user time).
-        if value.utf8.allSatisfy({ $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
-            return "\"" + value + "\""
-        }
-        return String(decoding: try encoder.encode(value), as: UTF8.self)
-    }
-
-    /// The record's values as JSON text, in ``CodingKeys`` order.
-    private func fragments() throws -> [String] {
-        let string = Self.jsonText
-        return [
-            try string(file), try string(url), try string(pageURL), try string(provider), try string(id), try string(title),
-            try string(creator), try string(license), try string(licenseURL), String(width), String(height),
-            String(bytes), try string(sha256), try string(format), try string(query),
-            "\"" + fetchedAt.formatted(Self.timestamp) + "\"",
-            try string(key), try string(caption), try string(label), String(originalWidth), String(originalHeight),
-            try string(originalFormat), String(originalBytes),
-        ]
-    }
-
-    /// ISO 8601 in UTC to the second, as JSONEncoder's `.iso8601` writes it (`2026-11-24T19:00:00Z`).
-    private static let timestamp = Date.ISO8601FormatStyle(timeZone: .gmt)
 
     /// The record as one line of JSON, newline included.
     ///
     /// Keys are written in schema order (Foundation's encoder orders keys by hash or alphabetically, never by
-    /// declaration); strings that need escaping are escaped by `JSONEncoder`.
+    /// declaration); strings that need escaping are escaped by `JSONEncoder`. The line is built as bytes: building it
+    /// as a `String` of fragments, with the timestamp from `ISO8601FormatStyle`, was 2.5 % of `mirror urls`'s samples.
     public func jsonLine() throws -> Data {
-        var line = "{"
-        line.reserveCapacity(640)
-        for (index, (key, value)) in zip(CodingKeys.allCases, try fragments()).enumerated() {
-            if index > 0 { line += "," }
-            line += "\"" + key.rawValue + "\":" + value
-        }
+        var line = LineWriter()
+        try line.field(.file, file)
+        try line.field(.url, url)
+        try line.field(.pageURL, pageURL)
+        try line.field(.provider, provider)
+        try line.field(.id, id)
+        try line.field(.title, title)
+        try line.field(.creator, creator)
+        try line.field(.license, license)
+        try line.field(.licenseURL, licenseURL)
+        line.field(.width, width)
+        line.field(.height, height)
+        line.field(.bytes, bytes)
+        try line.field(.sha256, sha256)
+        try line.field(.format, format)
+        try line.field(.query, query)
+        line.field(.fetchedAt, timestamp: fetchedAt)
+        try line.field(.key, key)
+        try line.field(.caption, caption)
+        try line.field(.label, label)
+        line.field(.originalWidth, originalWidth)
+        line.field(.originalHeight, originalHeight)
+        try line.field(.originalFormat, originalFormat)
+        line.field(.originalBytes, originalBytes)
         for column in columns {
-            line += "," + (try Self.jsonText(column.name)) + ":" + column.json
+            try line.field(name: column.name, json: column.json)
         }
-        line += "}\n"
-        return Data(line.utf8)
+        return line.finish()
+    }
+
+    /// A string as JSON text (`null` for `nil`).
+    static func jsonText(_ value: String?) throws -> String {
+        var text: [UInt8] = []
+        try LineWriter.quote(value, into: &text)
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    /// Writes one line of JSON: `{`, then fields in the order they are given, then `}` and a newline.
+    private struct LineWriter {
+        private(set) var bytes: [UInt8] = [UInt8(ascii: "{")]
+
+        init() {
+            bytes.reserveCapacity(768)
+        }
+
+        mutating func field(_ key: CodingKeys, _ value: String?) throws {
+            self.key(key.rawValue)
+            try quoted(value)
+        }
+
+        mutating func field(_ key: CodingKeys, _ value: some BinaryInteger) {
+            self.key(key.rawValue)
+            bytes.append(contentsOf: String(value).utf8)
+        }
+
+        /// UTC to the second, as JSONEncoder's `.iso8601` writes it (`2026-11-24T19:00:00Z`).
+        mutating func field(_ key: CodingKeys, timestamp: Date) {
+            self.key(key.rawValue)
+            var seconds = time_t(timestamp.timeIntervalSince1970.rounded(.down))
+            var parts = tm()
+            gmtime_r(&seconds, &parts)
+            bytes.append(UInt8(ascii: "\""))
+            digits(Int(parts.tm_year) + 1900, 4)
+            bytes.append(UInt8(ascii: "-"))
+            digits(Int(parts.tm_mon) + 1, 2)
+            bytes.append(UInt8(ascii: "-"))
+            digits(Int(parts.tm_mday), 2)
+            bytes.append(UInt8(ascii: "T"))
+            digits(Int(parts.tm_hour), 2)
+            bytes.append(UInt8(ascii: ":"))
+            digits(Int(parts.tm_min), 2)
+            bytes.append(UInt8(ascii: ":"))
+            digits(Int(parts.tm_sec), 2)
+            bytes.append(contentsOf: "Z\"".utf8)
+        }
+
+        /// A kept column: its name quoted, its value as the JSON text it already is.
+        mutating func field(name: String, json: String) throws {
+            bytes.append(UInt8(ascii: ","))
+            try quoted(name)
+            bytes.append(UInt8(ascii: ":"))
+            bytes.append(contentsOf: json.utf8)
+        }
+
+        /// A string as JSON text, `null` for `nil`. Most values need no escaping at all (no quote, backslash or
+        /// control character): quoted as they are, which is what JSONEncoder writes for them too.
+        mutating func quoted(_ value: String?) throws {
+            try Self.quote(value, into: &bytes)
+        }
+
+        static func quote(_ value: String?, into bytes: inout [UInt8]) throws {
+            guard let value else {
+                bytes.append(contentsOf: "null".utf8)
+                return
+            }
+            if value.utf8.allSatisfy({ $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
+                bytes.append(UInt8(ascii: "\""))
+                bytes.append(contentsOf: value.utf8)
+                bytes.append(UInt8(ascii: "\""))
+            } else {
+                bytes.append(contentsOf: try ManifestRecord.encoder.encode(value))
+            }
+        }
+
+        func finish() -> Data {
+            var bytes = bytes
+            bytes.append(contentsOf: "}\n".utf8)
+            return Data(bytes)
+        }
+
+        private mutating func key(_ key: String) {
+            if bytes.count > 1 { bytes.append(UInt8(ascii: ",")) }
+            bytes.append(UInt8(ascii: "\""))
+            bytes.append(contentsOf: key.utf8)
+            bytes.append(contentsOf: "\":".utf8)
+        }
+
+        /// `value` in decimal, zero-padded to `width` digits.
+        private mutating func digits(_ value: Int, _ width: Int) {
+            let text = String(value)
+            if text.utf8.count < width { bytes.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: width - text.utf8.count)) }
+            bytes.append(contentsOf: text.utf8)
+        }
     }
 
     /// Reads a manifest's lines; lines that are not records (a torn last line, say) are skipped.

@@ -68,6 +68,16 @@ struct ManifestRecordTests {
         #expect(line.contains("\"fetched_at\":" + String(decoding: try encoder.encode(record.fetchedAt), as: UTF8.self) + ","))
     }
 
+    @Test func aValueAloneIsWrittenAsJSONEncoderWritesIt() throws {
+        // The shard record lines of failed rows quote their values with it
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.withoutEscapingSlashes]
+        for value in ["plain", "a \"quoted\" \\ value\n", "https://a.test/x?y=1", "", "Kätzchen"] {
+            #expect(try ManifestRecord.jsonText(value) == String(decoding: try encoder.encode(value), as: UTF8.self))
+        }
+        #expect(try ManifestRecord.jsonText(nil) == "null")
+    }
+
     @Test func keptColumnsFollowTheSchemaUnderTheirOwnNames() throws {
         // Given a table row's record with a caption and two kept columns, one a JSON number
         var record = unknown
