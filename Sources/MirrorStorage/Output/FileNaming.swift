@@ -23,6 +23,32 @@ public enum FileNaming {
 
     /// Cleans one component of a name: keeps letters, digits and `-_.+=@,()[]` plus spaces folded to `-`.
     public static func sanitize(_ raw: String, fallback: String = "image") -> String {
+        // Most stems (`openverse-1234`, a table row's `000000042`) are letters, digits and `-_.` alone, which the
+        // scalar by scalar filter (``kept(_:)``) would keep as they are: skip it (it asks each scalar's Unicode category;
+        // 0.6 % of `mirror urls`'s samples).
+        var name = raw.utf8.allSatisfy(isPlain) ? raw : kept(raw)
+        while hasDoubleDot(name) { name = name.replacingOccurrences(of: "..", with: ".") }
+        name = trimmingEdges(name)
+        name = truncated(name, toUTF8Bytes: maximumLength)
+        name = trimmingEdges(name)
+        if name.isEmpty { return fallback }
+        return guardingReserved(name)
+    }
+
+    /// ASCII letters, digits, `-`, `_` and `.`.
+    static func isPlain(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+             UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."):
+            true
+        default:
+            false
+        }
+    }
+
+    /// `raw` without what a name must not hold: controls, separators and the characters Windows refuses; each run of
+    /// them, and of whitespace, becomes one `-`.
+    static func kept(_ raw: String) -> String {
         var scalars = String.UnicodeScalarView()
         var lastWasDash = false
         for scalar in raw.unicodeScalars {
@@ -42,13 +68,7 @@ public enum FileNaming {
                 lastWasDash = true
             }
         }
-        var name = String(scalars)
-        while hasDoubleDot(name) { name = name.replacingOccurrences(of: "..", with: ".") }
-        name = trimmingEdges(name)
-        name = truncated(name, toUTF8Bytes: maximumLength)
-        name = trimmingEdges(name)
-        if name.isEmpty { return fallback }
-        return guardingReserved(name)
+        return String(scalars)
     }
 
     /// Prefixes `_` to a name whose part before the first dot is a reserved device name (`CON.txt` too).

@@ -40,6 +40,24 @@ struct HostileNameTests {
         #expect(Self.isSafe(name))
     }
 
+    @Test func theShortcutForPlainStemsKeepsWhatTheFilterKeeps() {
+        // Given every byte, and stems of random plain bytes with the edge cases the rest of sanitize handles
+        var generator = SystemRandomNumberGenerator()
+        let plain = (0...255).map(UInt8.init).filter(FileNaming.isPlain)
+        #expect(String(decoding: plain, as: UTF8.self) == "-.0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz")
+        var stems = ["openverse-1234", "000000042", "a..b", ".x.", "-_-", "con", "LPT1.x", ""]
+        for _ in 0..<500 {
+            stems.append(String(decoding: (0..<Int.random(in: 1...40, using: &generator)).map { _ in plain.randomElement(using: &generator)! }, as: UTF8.self))
+        }
+        for stem in stems {
+            // Then the scalar filter the shortcut skips changes none of them
+            #expect(FileNaming.kept(stem) == stem)
+        }
+        // And a byte outside the set still goes through it
+        #expect(FileNaming.sanitize("a b") == "a-b")
+        #expect(FileNaming.sanitize("a\u{7F}b") == "a-b")
+    }
+
     @Test func aTemplateOfReservedTitleAndIdIsPrefixed() {
         let name = NameTemplate("{title}-{id}.{ext}").render(provider: "openverse", id: "com1", title: "LPT9.txt", index: 1, sha256: String(repeating: "a", count: 64), format: .png)
         #expect(name == "_LPT9.txt-_com1.png")
