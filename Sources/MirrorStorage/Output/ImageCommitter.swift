@@ -17,7 +17,7 @@ public final class ImageCommitter: Sendable {
 
     /// One image waiting to be published.
     public struct Item: Sendable {
-        public var image: VerifiedImage
+        public let image: VerifiedImage
         /// The wanted file name stem; the extension comes from the format.
         public var stem: String
         /// Names the file from its 1-based index in the folder instead of `stem`, if set.
@@ -29,6 +29,9 @@ public final class ImageCommitter: Sendable {
         public var completion: @Sendable (Outcome) -> Void
         /// Set when the file could not be synced; the item then fails.
         var syncError: FileError?
+        /// `image.temporaryFile.path`, made once: `URL.path` costs a parse each time (0.6 % of `mirror urls`'s samples
+        /// when the committer asked for it twice per image).
+        let temporaryPath: String
 
         public init(
             image: VerifiedImage, stem: String, name: (@Sendable (_ index: Int) -> String)? = nil,
@@ -38,6 +41,7 @@ public final class ImageCommitter: Sendable {
         ) {
             self.label = label
             self.image = image
+            temporaryPath = image.temporaryFile.path
             self.stem = stem
             self.name = name
             self.record = record
@@ -168,10 +172,16 @@ public final class ImageCommitter: Sendable {
         do throws(FileError) {
             try folder.writeJournal(lines, sync: isSyncEnabled)
             for entry in accepted {
-                try AtomicFile.publish(temporaryPath: batch[entry.index].image.temporaryFile.path, as: directory + entry.name)
+                try AtomicFile.publish(temporaryPath: batch[entry.index].temporaryPath, as: directory + entry.name)
                 published.append(entry.name)
             }
-            if isSyncEnabled { try AtomicFile.syncDirectory(folder.directory) }
+            if isSyncEnabled {
+                // Every folder a file was renamed into: the output folder, and the subfolders of labelled images.
+                for subfolder in Set(accepted.compactMap { batch[$0.index].label?.subfolder }) {
+                    try AtomicFile.syncDirectory(folder.directory.appendingPathComponent(subfolder, isDirectory: true))
+                }
+                try AtomicFile.syncDirectory(folder.directory)
+            }
             // The database row before the manifest line: a kill in between leaves a row and a journal
             // entry, and the next run adopts the file into the manifest (rows are inserted idempotently).
             do {
@@ -224,7 +234,7 @@ public final class ImageCommitter: Sendable {
         let sync: @Sendable (Int, Int) -> Void = { [self] first, step in
             for index in stride(from: first, to: batch.count, by: step) {
                 do throws(FileError) {
-                    try syncFile(batch[index].image.temporaryFile)
+                    try syncFile(batch[index].temporaryPath)
                 } catch {
                     failures.withLock { $0[index] = error }
                 }
@@ -255,10 +265,10 @@ public final class ImageCommitter: Sendable {
     /// An fsync faster than this found nothing to flush: the rest of its batch is synced on the same thread.
     private static let instantSync = Duration.microseconds(50)
 
-    private func syncFile(_ url: URL) throws(FileError) {
-        let descriptor = open(url.path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard descriptor >= 0 else { throw FileError(operation: "open", path: url.path, code: errno) }
+    private func syncFile(_ path: String) throws(FileError) {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard descriptor >= 0 else { throw FileError(operation: "open", path: path, code: errno) }
         defer { close(descriptor) }
-        try AtomicFile.sync(descriptor, path: url.path)
+        try AtomicFile.sync(descriptor, path: path)
     }
 }
