@@ -36,6 +36,36 @@ struct HostLimits {
 
         var hasWaiting: Bool { head < waiting.count }
 
+        /// Starts `id` now if the host has a slot and nothing holds it back, or queues it.
+        mutating func admit(_ id: Int, now: ContinuousClock.Instant, spacing: Duration?) -> Admission {
+            let coolingDown = (notBefore.map { $0 > now } ?? false) || (nextStart.map { $0 > now } ?? false)
+            if active < limit && !coolingDown && !hasWaiting {
+                active += 1
+                if let spacing { nextStart = now + spacing }
+                return .start
+            }
+            waiting.append(id)
+            return coolingDown ? .waitForTime : .wait
+        }
+
+        /// Takes the waiting downloads that may start at `now`, in arrival order.
+        mutating func drain(now: ContinuousClock.Instant, spacing: Duration?) -> [Int] {
+            if let notBefore {
+                if notBefore > now { return [] }
+                self.notBefore = nil
+            }
+            var starts: [Int] = []
+            while active < limit, hasWaiting {
+                if let spacing {
+                    if let next = nextStart, next > now { break }
+                    nextStart = now + spacing
+                }
+                starts.append(popWaiting())
+                active += 1
+            }
+            return starts
+        }
+
         mutating func popWaiting() -> Int {
             let id = waiting[head]
             head += 1
@@ -84,16 +114,10 @@ struct HostLimits {
     /// ``finished(host:outcome:now:)`` or ``wake(now:)`` returns it.
     package mutating func request(_ id: Int, host: String, now: ContinuousClock.Instant) -> Admission {
         if spacing != nil { sweepIfDue(now: now) }
-        var entry = hosts[host] ?? Host(limit: perHost)
-        defer { hosts[host] = entry }
-        let coolingDown = (entry.notBefore.map { $0 > now } ?? false) || (entry.nextStart.map { $0 > now } ?? false)
-        if entry.active < entry.limit && !coolingDown && !entry.hasWaiting {
-            entry.active += 1
-            if let spacing { entry.nextStart = now + spacing }
-            return .start
-        }
-        entry.waiting.append(id)
-        return coolingDown ? .waitForTime : .wait
+        // In place: a copy of the entry taken out and put back shares its `waiting` array with the dictionary's, so
+        // the append copied the whole queue every time.
+        let perHost = perHost
+        return hosts[host, default: Host(limit: perHost)].admit(id, now: now, spacing: spacing)
     }
 
     /// A request to `host` was made outside the limits (its robots.txt), at the latest `now`: with a rate, the next
@@ -107,9 +131,8 @@ struct HostLimits {
 
     /// Removes a download that is still waiting; false when it is not waiting (it started, or never asked).
     mutating func withdraw(_ id: Int, host: String) -> Bool {
-        guard var entry = hosts[host], let index = entry.waiting[entry.head...].firstIndex(of: id) else { return false }
-        entry.waiting.remove(at: index)
-        hosts[host] = entry
+        guard let entry = hosts[host], let index = entry.waiting[entry.head...].firstIndex(of: id) else { return false }
+        hosts[host]?.waiting.remove(at: index)
         forgetIfIdle(host, now: nil)
         return true
     }
@@ -175,21 +198,8 @@ struct HostLimits {
     var hostCount: Int { hosts.count }
 
     private mutating func drain(_ host: String, now: ContinuousClock.Instant) -> [Int] {
-        guard var entry = hosts[host] else { return [] }
-        if let notBefore = entry.notBefore {
-            if notBefore > now { return [] }
-            entry.notBefore = nil
-        }
-        var starts: [Int] = []
-        while entry.active < entry.limit, entry.hasWaiting {
-            if let spacing {
-                if let next = entry.nextStart, next > now { break }
-                entry.nextStart = now + spacing
-            }
-            starts.append(entry.popWaiting())
-            entry.active += 1
-        }
-        hosts[host] = entry
+        let spacing = spacing
+        guard let starts = hosts[host]?.drain(now: now, spacing: spacing) else { return [] }
         forgetIfIdle(host, now: now)
         return starts
     }
