@@ -19,7 +19,10 @@ extension StringProtocol {
     }
 
     /// Whether the text equals `other` when ASCII letters are compared without case (`other` must be lowercase ASCII).
-    package func equalsIgnoringASCIICase(_ lowercased: String) -> Bool {
+    /// Inlinable, so that a caller in another module gets it specialised for its `String`: unspecialised, every byte
+    /// went through `elementsEqual`'s generic witnesses (0.3 % of `mirror urls`'s samples, for each response's
+    /// `content-type` against `x-robots-tag`, which have the same length).
+    @inlinable package func equalsIgnoringASCIICase(_ lowercased: String) -> Bool {
         // Lengths first: nearly every header compared is not the one looked for.
         guard utf8.count == lowercased.utf8.count else { return false }
         return utf8.elementsEqual(lowercased.utf8) { byte, expected in
