@@ -1223,9 +1223,10 @@ def build(args):
     if '"mirror-emulator"' in manifest:
         products.append("mirror-emulator")
     for product in products:
-        log(f"bench: swift build -c release --product {product} --scratch-path {args.scratch_path}")
-        result = subprocess.run(["swift", "build", "-c", "release", "--product", product, "--scratch-path",
-                                 args.scratch_path], cwd=args.root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        # As the README builds it: Swift's runtime and Foundation linked in.
+        log(f"bench: swift build -c release --static-swift-stdlib --product {product} --scratch-path {args.scratch_path}")
+        result = subprocess.run(["swift", "build", "-c", "release", "--static-swift-stdlib", "--product", product,
+                                 "--scratch-path", args.scratch_path], cwd=args.root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True)
         if result.returncode != 0:
             tail = "\n".join(result.stdout.splitlines()[-25:])
