@@ -1,7 +1,7 @@
 #ifndef MIRROR_CSYSCALLS_SHIM_H
 #define MIRROR_CSYSCALLS_SHIM_H
-// glibc calls that Swift's Glibc module does not import: malloc_trim (<malloc.h> is not in it) and renameat2 (it
-// needs _GNU_SOURCE). Elsewhere (macOS, musl) each has a fallback. (<stdlib.h> first: it is what defines __GLIBC__.)
+// glibc calls that Swift's Glibc module does not import: malloc_trim (<malloc.h> is not in it), renameat2 and syncfs
+// (they need _GNU_SOURCE). Elsewhere (macOS, musl) each has a fallback. (<stdlib.h> first: it is what defines __GLIBC__.)
 #include <errno.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -22,8 +22,25 @@ static inline int mirror_rename_noreplace(const char *from, const char *to) {
     return -1;
 #endif
 }
+
+/// Writes back and flushes everything of the file system that holds `descriptor` (`syncfs(2)`): 0, or -1 with errno
+/// (a write-back error since the file system was opened, since Linux 5.8).
+static inline int mirror_syncfs(int descriptor) {
+#if defined(SYS_syncfs)
+    return (int)syscall(SYS_syncfs, descriptor);
+#else
+    (void)descriptor;
+    errno = ENOSYS;
+    return -1;
+#endif
+}
 #else
 static inline int mirror_malloc_trim(void) { return 0; }
+static inline int mirror_syncfs(int descriptor) {
+    (void)descriptor;
+    errno = ENOSYS;
+    return -1;
+}
 static inline int mirror_rename_noreplace(const char *from, const char *to) {
     (void)from; (void)to;
     errno = ENOSYS;

@@ -6,7 +6,8 @@ import MirrorTransport
 /// names, never more than allowed, and crash-safe at every instant.
 ///
 /// Images arrive from many threads; one serial queue publishes whatever has accumulated, so batches grow by
-/// themselves under load. For each batch: fsync its files (in parallel, on a small pool); drop
+/// themselves under load. For each batch: fsync its files (a large batch with one `syncfs` of the folder's file
+/// system, a small one file by file, in parallel on a small pool); drop
 /// duplicates (by SHA-256, against the folder and within the batch) and anything beyond the admission
 /// limit; pick a free name for each survivor; write the batch to the journal; link each file into place; fsync the folder;
 /// record the batch in the state database in one transaction; append the manifest lines; clear the journal. A kill before the links leaves only temporary files
@@ -230,6 +231,11 @@ public final class ImageCommitter: Sendable {
     /// pool for every image cost more thread wake-ups and lock contention than anything else in the pipeline
     /// (`perf record -e context-switches`).
     private func syncFiles(of batch: [Item]) -> [Item] {
+        // A large batch: one syncfs instead of one fsync each. Where it fails, the fsyncs below find which files
+        // (a file's write-back error is still unseen by its own descriptors).
+        if batch.count >= Self.fileSystemSyncBatch, (try? AtomicFile.syncFileSystem(of: folder.directory)) != nil {
+            return batch
+        }
         let failures = Locked<[Int: FileError]>([:])
         let sync: @Sendable (Int, Int) -> Void = { [self] first, step in
             for index in stride(from: first, to: batch.count, by: step) {
@@ -261,6 +267,12 @@ public final class ImageCommitter: Sendable {
         for (index, error) in failed { synced[index].syncError = error }
         return synced
     }
+
+    /// The batch size from which the files are synced with one `syncfs(2)` of the folder's file system instead of one
+    /// fsync each. ext4 without a journal flushes the device's cache once per fsync and cannot group them: measured
+    /// (5,000 images, 64 at once), 25 % more images a second and 15 % less CPU. Only from this size: a light run (a cron
+    /// job topping up a few images) on a busy shared disk does not wait for every other program's writes.
+    static let fileSystemSyncBatch = 8
 
     /// An fsync faster than this found nothing to flush: the rest of its batch is synced on the same thread.
     private static let instantSync = Duration.microseconds(50)

@@ -62,6 +62,33 @@ struct OutputFolderTests {
         #expect(directory.temporaryFiles.isEmpty)
     }
 
+    @Test func aLargeBatchIsSyncedWithItsFileSystemAndSaved() async throws {
+        // Given a folder, and the call that syncs a whole batch at once
+        let directory = TemporaryDirectory()
+        try AtomicFile.syncFileSystem(of: directory.url)
+        #expect(throws: FileError.self) { try AtomicFile.syncFileSystem(of: directory.url.appendingPathComponent("missing")) }
+        let folder = try OutputFolder(directory: directory.url)
+        let committer = ImageCommitter(folder: folder)
+
+        // When more images than `fileSystemSyncBatch` arrive at once (synced, the default)
+        let count = ImageCommitter.fileSystemSyncBatch * 4
+        let images = try (0..<count).map { seed in
+            try verified(TestImages.png(width: 4, height: 4, seed: UInt64(seed)), in: directory.url, url: "http://x/\(seed).png")
+        }
+        let outcomes = await withTaskGroup(of: ImageCommitter.Outcome.self) { group in
+            for (index, image) in images.enumerated() {
+                group.addTask { await commit(image, stem: "\(index)", to: committer) }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+
+        // Then every one is saved, listed and in place, and no temporary file is left
+        #expect(outcomes.allSatisfy { if case .saved = $0 { true } else { false } })
+        #expect(folder.savedCount == count)
+        #expect(directory.fileNames.filter { $0.hasSuffix(".png") }.count == count)
+        #expect(directory.temporaryFiles.isEmpty)
+    }
+
     @Test func neverAdmitsMoreThanTheLimit() async throws {
         let directory = TemporaryDirectory()
         let folder = try OutputFolder(directory: directory.url)
