@@ -63,20 +63,22 @@ public enum AtomicFile {
 
     /// Flushes a folder's entries (the renames and links in it) to the disk.
     public static func syncDirectory(_ directory: URL) throws(FileError) {
-        let descriptor = open(directory.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw FileError(operation: "open", path: directory.path, code: errno) }
-        defer { close(descriptor) }
-        if fsync(descriptor) != 0 { throw FileError(operation: "sync", path: directory.path, code: errno) }
+        try onDirectory(directory, "sync", fsync)
     }
 
     /// Writes back and flushes everything of the file system that holds `directory` (`syncfs(2)`): one device flush
     /// for a whole batch of files where an fsync of each costs one flush each (ext4 without a journal, which cannot
     /// group them). Throws `ENOSYS` where the call is missing (not glibc), and the write-back error it reports.
     public static func syncFileSystem(of directory: URL) throws(FileError) {
+        try onDirectory(directory, "sync the file system of", mirror_syncfs)
+    }
+
+    /// Opens `directory` and applies `call` to its descriptor; a failure is `operation`'s, with its errno.
+    private static func onDirectory(_ directory: URL, _ operation: String, _ call: (Int32) -> Int32) throws(FileError) {
         let descriptor = open(directory.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard descriptor >= 0 else { throw FileError(operation: "open", path: directory.path, code: errno) }
         defer { close(descriptor) }
-        if mirror_syncfs(descriptor) != 0 { throw FileError(operation: "sync the file system of", path: directory.path, code: errno) }
+        if call(descriptor) != 0 { throw FileError(operation: operation, path: directory.path, code: errno) }
     }
 
     /// Moves a temporary file to `destination`, failing with `EEXIST` rather than replacing a file.

@@ -131,7 +131,8 @@ struct HostLimits {
 
     /// Removes a download that is still waiting; false when it is not waiting (it started, or never asked).
     mutating func withdraw(_ id: Int, host: String) -> Bool {
-        guard let entry = hosts[host], let index = entry.waiting[entry.head...].firstIndex(of: id) else { return false }
+        // The index first, so that no copy of the entry shares its list when it is changed in place.
+        guard let index = hosts[host].flatMap({ $0.waiting[$0.head...].firstIndex(of: id) }) else { return false }
         hosts[host]?.waiting.remove(at: index)
         forgetIfIdle(host, now: nil)
         return true

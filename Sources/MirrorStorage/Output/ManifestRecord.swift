@@ -273,7 +273,7 @@ public struct ManifestRecord: Codable, Sendable, Hashable {
 
     /// Writes one line of JSON: `{`, then fields in the order they are given, then `}` and a newline.
     private struct LineWriter {
-        private(set) var bytes: [UInt8] = [UInt8(ascii: "{")]
+        private var bytes: [UInt8] = [UInt8(ascii: "{")]
 
         init() {
             bytes.reserveCapacity(768)
@@ -281,7 +281,7 @@ public struct ManifestRecord: Codable, Sendable, Hashable {
 
         mutating func field(_ key: CodingKeys, _ value: String?) throws {
             self.key(key.rawValue)
-            try quoted(value)
+            try Self.quote(value, into: &bytes)
         }
 
         mutating func field(_ key: CodingKeys, _ value: some BinaryInteger) {
@@ -313,17 +313,13 @@ public struct ManifestRecord: Codable, Sendable, Hashable {
         /// A kept column: its name quoted, its value as the JSON text it already is.
         mutating func field(name: String, json: String) throws {
             bytes.append(UInt8(ascii: ","))
-            try quoted(name)
+            try Self.quote(name, into: &bytes)
             bytes.append(UInt8(ascii: ":"))
             bytes.append(contentsOf: json.utf8)
         }
 
         /// A string as JSON text, `null` for `nil`. Most values need no escaping at all (no quote, backslash or
         /// control character): quoted as they are, which is what JSONEncoder writes for them too.
-        mutating func quoted(_ value: String?) throws {
-            try Self.quote(value, into: &bytes)
-        }
-
         static func quote(_ value: String?, into bytes: inout [UInt8]) throws {
             guard let value else {
                 bytes.append(contentsOf: "null".utf8)
@@ -338,8 +334,7 @@ public struct ManifestRecord: Codable, Sendable, Hashable {
             }
         }
 
-        func finish() -> Data {
-            var bytes = bytes
+        consuming func finish() -> Data {
             bytes.append(contentsOf: "}\n".utf8)
             return Data(bytes)
         }
