@@ -193,6 +193,8 @@ extension Pipeline {
         let robots: RobotsGate?
         let onEvent: @Sendable (Event) -> Void
         let tally = Locked(Tally())
+        /// The memory the run's transforms share (``ImageTransform/memoryLimit``), or `nil` without a transform.
+        let decodeBudget: DecodeBudget?
         /// Downloads of this run that did not end in a published image; they widen the in-flight margin.
         let losses = Locked(0)
         /// The first error that made the sink unwritable (full disk, read-only, …): it ends the run.
@@ -215,6 +217,7 @@ extension Pipeline {
             self.source = source
             self.robots = robots
             self.onEvent = onEvent
+            decodeBudget = pipeline.configuration.transform.map { DecodeBudget(capacity: $0.memoryLimit) }
         }
 
         var configuration: Configuration { pipeline.configuration }
@@ -371,9 +374,9 @@ extension Pipeline {
             case let .success(image):
                 guard let transform = configuration.transform, !transform.isIdentity else { return .publish(image) }
                 do throws(ImageTransform.Failure) {
-                    return .publish(try transform.apply(to: image, validator: ImageValidator()))
+                    return .publish(try transform.apply(to: image, validator: ImageValidator(), budget: decodeBudget, journal: sink.decodeJournal))
                 } catch {
-                    settle(candidate, as: .failed(reason: "resize", message: error.description, isTransient: false))
+                    settle(candidate, as: .failed(reason: error.reasonKey, message: error.description, isTransient: false))
                     onEvent(.notice("\(error.description): \(candidate.url.absoluteString)"))
                 }
             }

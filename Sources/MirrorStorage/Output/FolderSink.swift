@@ -57,6 +57,8 @@ public final class FolderSink: ImageSink {
 
     public var stagingDirectory: URL { folder.directory }
 
+    public var decodeJournal: DecodeJournal? { folder.decodeJournal }
+
     public func contains(normalizedURL: String, provenance: ImageProvenance) -> Bool {
         folder.contains(normalizedURL: normalizedURL, label: label?.name)
     }

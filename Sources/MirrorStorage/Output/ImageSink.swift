@@ -134,10 +134,16 @@ public protocol ImageSink: Sendable {
     /// Ends the run, after ``drain()``: `sourceExhausted` says whether every row of the source was read and settled
     /// (so a sink that groups rows can close its last group). Default: nothing.
     func finish(sourceExhausted: Bool) async
+
+    /// The journal of images being decoded, in the sink's state folder, or `nil` (the default) for a sink that keeps
+    /// no state: there a decoder's crash would come back on every rerun.
+    var decodeJournal: DecodeJournal? { get }
 }
 
 extension ImageSink {
     public func finish(sourceExhausted: Bool) async {}
+
+    public var decodeJournal: DecodeJournal? { nil }
 
     /// Publishes a verified image (see ``publish(_:stem:provenance:completion:)``) and returns how it ended.
     public func publish(_ image: VerifiedImage, stem: String, provenance: ImageProvenance) async -> PublishOutcome {

@@ -46,6 +46,8 @@ public final class OutputFolder: Sendable {
     public let stateDirectory: URL
     public let manifestURL: URL
     let journalURL: URL
+    /// The images being decoded, so that a crash in a decoder costs its row, never the job (``DecodeJournal``).
+    public let decodeJournal: DecodeJournal
     public let reconciliation: Reconciliation
     private let lock: FolderLock
     private let state: Locked<State>
@@ -74,6 +76,7 @@ public final class OutputFolder: Sendable {
             throw FileError(operation: "write to", path: directory.path, code: errno)
         }
         lock = try FolderLock(at: stateDirectory.appendingPathComponent("lock"))
+        decodeJournal = try DecodeJournal(directory: stateDirectory)
         state = Locked(State(keys: SpillingKeys(spillingInto: stateDirectory, name: "saved")))
         Self.linkMetadata(in: directory)
 

@@ -1,4 +1,4 @@
-import CCodecs
+import CImageLibraries
 import Foundation
 @testable import MirrorCore
 @testable import MirrorFetch

@@ -1,5 +1,4 @@
 import CCodecs
-import CVips
 import Foundation
 import MirrorCore
 import MirrorImages
@@ -17,6 +16,11 @@ import MirrorStorage
 /// JPEG, PNG, WebP and GIF — nearly everything hosts serve — go straight through their codecs (`CCodecs`: a JPEG is
 /// decoded at the smallest DCT scale that still covers the target, a WebP scaled while it decodes, then Catmull-Rom
 /// resampling); the rest, and the few images that path leaves (CMYK JPEGs, animated WebP), through libvips.
+///
+/// Every image is hostile: before a decoder allocates anything, the memory the whole transform will take is estimated
+/// from the headers and checked against ``memoryLimit`` (and, in a run, taken from the ``DecodeBudget`` the transforms
+/// share); an image that does not decode cleanly (decoder warnings, data that ends early) fails as malformed instead of
+/// being saved grey; and a decoder that crashes anyway costs its row, not the job (``DecodeJournal``).
 public struct ImageTransform: Sendable, Hashable {
     /// How an image is fitted into `size` × `size`.
     public enum Fit: String, Sendable, CaseIterable {
@@ -35,11 +39,45 @@ public struct ImageTransform: Sendable, Hashable {
         case keep, jpeg, png, webp
     }
 
-    /// Why a transform failed (libvips could not decode or encode the image).
+    /// Why a transform failed.
     public struct Failure: Error, Sendable, CustomStringConvertible {
+        /// What kind of failure, which names it in records and summaries.
+        public enum Kind: Sendable, Equatable {
+            /// The image does not decode cleanly (corrupt or cut-short data, decoder warnings, a frame without rows).
+            case malformed
+            /// Decoding it would take more memory than ``ImageTransform/memoryLimit``.
+            case tooLarge
+            /// A decoder crashed on it in an earlier run (``DecodeJournal``): it is not decoded again.
+            case decoderCrash
+            /// Anything else: an encoder, the resampler or the file system failed, or libvips is missing.
+            case failed
+        }
+
+        public var kind: Kind = .failed
         public var message: String
+
+        public init(kind: Kind = .failed, message: String) {
+            self.kind = kind
+            self.message = message
+        }
+
         public var description: String { "could not resize: \(message)" }
+
+        /// The key a record and a summary count it by: `malformed`, `too-large-to-decode`, `decoder-crash`, `resize`.
+        public var reasonKey: String {
+            switch kind {
+            case .malformed: "malformed"
+            case .tooLarge: "too-large-to-decode"
+            case .decoderCrash: "decoder-crash"
+            case .failed: "resize"
+            }
+        }
     }
+
+    /// The default ``memoryLimit``: 512 MiB. With the default 16 downloads at once, mirror's peak stays under 1 GB
+    /// whatever the images claim, and it still decodes a 48-megapixel progressive photo (about 150 MB of libjpeg's
+    /// coefficients) or a 100-megapixel PNG.
+    public static let defaultMemoryLimit = 512 << 20
 
     public var fit: Fit = .no
     /// The target size in pixels. Default 256.
@@ -49,13 +87,20 @@ public struct ImageTransform: Sendable, Hashable {
     public var encoding: Encoding = .keep
     /// JPEG and WebP quality, 1–100. Default 95.
     public var quality = 95
+    /// The memory, in bytes, the transforms running at once may take together; an image whose decode alone would take
+    /// more fails (`too-large-to-decode`). Default ``defaultMemoryLimit``.
+    public var memoryLimit = ImageTransform.defaultMemoryLimit
 
-    public init(fit: Fit = .no, size: Int = 256, onlyIfBigger: Bool = false, encoding: Encoding = .keep, quality: Int = 95) {
+    public init(
+        fit: Fit = .no, size: Int = 256, onlyIfBigger: Bool = false, encoding: Encoding = .keep, quality: Int = 95,
+        memoryLimit: Int = ImageTransform.defaultMemoryLimit
+    ) {
         self.fit = fit
         self.size = size
         self.onlyIfBigger = onlyIfBigger
         self.encoding = encoding
         self.quality = quality
+        self.memoryLimit = memoryLimit
     }
 
     /// Whether the transform leaves every image as it is.
@@ -80,27 +125,39 @@ public struct ImageTransform: Sendable, Hashable {
         fit == .no && (encoding == .keep || outputFormat(for: format) == format)
     }
 
-    /// `nil` once libvips is loaded and started (the first time an image is transformed); otherwise why it is not.
-    private static let startFailure: String? = {
-        var error = [CChar](repeating: 0, count: 512)
-        guard mirror_vips_start(&error, error.count) != 0 else { return nil }
-        return String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }()
-
     /// Applies the transform: the result replaces the download's temporary file (``replaceContents(of:with:)``); an
     /// image ``keepsAsServed(_:)`` is returned as it is.
+    ///
+    /// With a `budget`, the memory the decode will take is taken from it first (waiting for it if need be); with a
+    /// `journal`, the image is marked as being decoded while it is, and one a decoder crashed on before is not decoded
+    /// (one that was decoded beside others then is decoded alone: it takes the whole budget).
     /// - Throws: ``Failure`` when the image cannot be read or written (the download is removed too).
-    package func apply(to image: VerifiedImage, validator: ImageValidator) throws(Failure) -> VerifiedImage {
+    package func apply(
+        to image: VerifiedImage, validator: ImageValidator, budget: DecodeBudget? = nil, journal: DecodeJournal? = nil
+    ) throws(Failure) -> VerifiedImage {
         if keepsAsServed(image.info.format) { return image }
         let data: Data
         let info: ImageInfo
         do throws(Failure) {
+            let verdict = journal?.verdict(for: image.url) ?? .decode
+            if verdict == .crashed {
+                throw Failure(kind: .decoderCrash, message: "a decoder crashed on this image in an earlier run, which stopped there; it is not decoded again")
+            }
             let input: Data
             do {
                 input = try Data(contentsOf: image.temporaryFile, options: .alwaysMapped)
             } catch {
                 throw Failure(message: "cannot read the download (\(error.localizedDescription))")
             }
+            let needed = try estimate(input, format: image.info.format)
+            let alone = verdict == .decodeAlone
+            let taken = budget?.take(alone ? Int.max : needed)
+            let mark = journal?.begin(image.url, alone: alone)
+            defer {
+                if let mark { journal?.end(mark) }
+                if let taken { budget?.give(taken) }
+            }
+            Self.crashForTests(image.url)
             data = try transform(input, format: image.info.format)
             do {
                 info = try validator.validate(data)
@@ -126,6 +183,15 @@ public struct ImageTransform: Sendable, Hashable {
         result.originalWidth = image.originalWidth ?? image.info.width
         result.originalHeight = image.originalHeight ?? image.info.height
         return result
+    }
+
+    /// For the test that kills mirror inside a decode (`CrashResumeTortureTests`): with `MIRROR_TEST_CRASH_DECODING`
+    /// set, a URL containing its value crashes the process (SIGSEGV) while it is marked as being decoded. Nothing
+    /// else reads the variable; unset, this is one comparison with `nil`.
+    private static let crashTrigger = ProcessInfo.processInfo.environment["MIRROR_TEST_CRASH_DECODING"].flatMap { $0.isEmpty ? nil : $0 }
+
+    private static func crashForTests(_ url: URL) {
+        if let trigger = crashTrigger, url.absoluteString.contains(trigger) { kill(getpid(), SIGSEGV) }
     }
 
     /// Puts `data` in place of the download's temporary file and returns where it is: the same file, rewritten, when
@@ -160,84 +226,72 @@ public struct ImageTransform: Sendable, Hashable {
         return destination.url
     }
 
+    /// The memory, in bytes, transforming `input` (downloaded as `format`) will take, read from its headers.
+    /// - Throws: ``Failure``: malformed headers, or more than ``memoryLimit``.
+    public func estimate(_ input: Data, format: ImageFormat) throws(Failure) -> Int {
+        var request = request(for: format)
+        var bytes = 0
+        var message = [CChar](repeating: 0, count: 256)
+        let status = input.withUnsafeBytes { buffer in
+            mirror_codecs_estimate(buffer.bindMemory(to: UInt8.self).baseAddress, buffer.count, &request, &bytes, &message, message.count)
+        }
+        if status != Int32(MIRROR_CODECS_OK.rawValue) { throw Self.failure(status, message) }
+        return bytes
+    }
+
     /// Transforms an image's bytes (downloaded as `format`) and returns the new file's bytes.
-    /// - Throws: ``Failure`` when the codecs (or libvips, for the other formats) cannot read or write the image.
+    /// - Throws: ``Failure`` when the image does not decode, would take more than ``memoryLimit``, or cannot be written.
     public func transform(_ input: Data, format: ImageFormat) throws(Failure) -> Data {
-        if let data = try codecsTransform(input, format: format) { return data }
-        return try vipsTransform(input, format: format)
+        var request = request(for: format)
+        var output = mirror_codecs_output()
+        let status = input.withUnsafeBytes { buffer in
+            mirror_codecs_transform(buffer.bindMemory(to: UInt8.self).baseAddress, buffer.count, &request, &output)
+        }
+        guard status == Int32(MIRROR_CODECS_OK.rawValue), let bytes = output.data else {
+            throw Self.failure(status, withUnsafeBytes(of: output.message) { Array($0.bindMemory(to: CChar.self)) })
+        }
+        return Data(bytesNoCopy: bytes, count: output.length, deallocator: .custom { pointer, _ in mirror_codecs_free(pointer) })
     }
 
-    /// The transform through the codecs themselves, or `nil` for an image they leave to libvips.
-    private func codecsTransform(_ input: Data, format: ImageFormat) throws(Failure) -> Data? {
-        guard let inputCode = Self.codecsCode(format), let outputCode = Self.codecsCode(outputFormat(for: format)) else { return nil }
-        var output: UnsafeMutablePointer<UInt8>?
-        var length = 0
-        var final = (width: Int32(0), height: Int32(0))
-        var error = [CChar](repeating: 0, count: 512)
-        let status = input.withUnsafeBytes { bytes in
-            mirror_codecs_transform(
-                bytes.bindMemory(to: UInt8.self).baseAddress, bytes.count, inputCode, fitCode, Int32(size), onlyIfBigger ? 1 : 0,
-                outputCode, Int32(quality), &output, &length, &final.width, &final.height, &error, error.count
-            )
-        }
-        if status == MIRROR_CODECS_UNSUPPORTED { return nil }
-        guard status == 0, let output else {
-            throw Failure(message: String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
-        }
-        return Data(bytesNoCopy: UnsafeMutableRawPointer(output), count: length, deallocator: .custom { pointer, _ in mirror_codecs_free(pointer) })
+    private func request(for format: ImageFormat) -> mirror_codecs_request {
+        mirror_codecs_request(
+            input_format: Self.code(format), fit: fitCode, size: Int32(size), only_if_bigger: onlyIfBigger ? 1 : 0,
+            output_format: Self.code(outputFormat(for: format)), quality: Int32(quality), memory_limit: max(0, memoryLimit)
+        )
     }
 
-    /// CCodecs' code of a format it reads and writes, or `nil`.
-    private static func codecsCode(_ format: ImageFormat) -> Int32? {
-        switch format {
-        case .jpeg: Int32(MIRROR_CODECS_JPEG.rawValue)
-        case .png: Int32(MIRROR_CODECS_PNG.rawValue)
-        case .webp: Int32(MIRROR_CODECS_WEBP.rawValue)
-        case .gif: Int32(MIRROR_CODECS_GIF.rawValue)
-        case .bmp, .tiff, .avif, .heif: nil
+    private static func failure(_ status: Int32, _ message: [CChar]) -> Failure {
+        let text = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let kind: Failure.Kind = switch status {
+        case Int32(MIRROR_CODECS_MALFORMED.rawValue): .malformed
+        case Int32(MIRROR_CODECS_TOO_LARGE.rawValue): .tooLarge
+        default: .failed
         }
+        return Failure(kind: kind, message: text.isEmpty ? "the codecs failed (status \(status))" : text)
     }
 
-    /// The transform through libvips.
-    private func vipsTransform(_ input: Data, format: ImageFormat) throws(Failure) -> Data {
-        if let failure = Self.startFailure { throw Failure(message: failure) }
-        var output: UnsafeMutableRawPointer?
-        var length = 0
-        var final = (width: Int32(0), height: Int32(0))
-        var error = [CChar](repeating: 0, count: 512)
-        let status = input.withUnsafeBytes { bytes in
-            mirror_vips_transform(
-                bytes.baseAddress, bytes.count, fitCode, Int32(size), onlyIfBigger ? 1 : 0, saver(for: format),
-                &output, &length, &final.width, &final.height, &error, error.count
-            )
+    /// CCodecs' code of a format.
+    private static func code(_ format: ImageFormat) -> Int32 {
+        let code: mirror_codecs_format = switch format {
+        case .jpeg: MIRROR_CODECS_JPEG
+        case .png: MIRROR_CODECS_PNG
+        case .webp: MIRROR_CODECS_WEBP
+        case .gif: MIRROR_CODECS_GIF
+        case .bmp: MIRROR_CODECS_BMP
+        case .tiff: MIRROR_CODECS_TIFF
+        case .heif: MIRROR_CODECS_HEIF
+        case .avif: MIRROR_CODECS_AVIF
         }
-        guard status == 0, let output else {
-            let message = String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            throw Failure(message: message.split(separator: "\n").first.map(String.init) ?? "libvips failed")
-        }
-        defer { mirror_vips_free(output) }
-        return Data(UnsafeRawBufferPointer(start: output, count: length))
+        return Int32(code.rawValue)
     }
 
     private var fitCode: Int32 {
-        switch fit {
-        case .no: Int32(MIRROR_VIPS_NONE.rawValue)
-        case .keepRatio: Int32(MIRROR_VIPS_KEEP_RATIO.rawValue)
-        case .centerCrop: Int32(MIRROR_VIPS_CENTER_CROP.rawValue)
-        case .pad: Int32(MIRROR_VIPS_PAD.rawValue)
+        let code: mirror_codecs_fit = switch fit {
+        case .no: MIRROR_CODECS_NONE
+        case .keepRatio: MIRROR_CODECS_KEEP_RATIO
+        case .centerCrop: MIRROR_CODECS_CENTER_CROP
+        case .pad: MIRROR_CODECS_PAD
         }
-    }
-
-    /// The libvips saver suffix, with its options, for an image downloaded as `format` (JPEG flattens alpha onto white).
-    func saver(for format: ImageFormat) -> String {
-        let lossy = "[Q=\(quality),strip]"
-        switch outputFormat(for: format) {
-        case .jpeg: return ".jpg[Q=\(quality),strip,background=255]"
-        case .webp: return ".webp" + lossy
-        case .tiff: return ".tif[strip]"
-        case .heif: return ".heif" + lossy
-        case .avif: return ".avif" + lossy
-        case .png, .gif, .bmp: return ".png[strip]"
-        }
+        return Int32(code.rawValue)
     }
 }

@@ -56,6 +56,8 @@ public final class ShardSink: ImageSink {
     package let state: Locked<State>
     /// This copy's state: the lock, the shard size, the digests, and the images and files being assembled.
     package let hidden: URL
+    /// The images being decoded, so that a crash in a decoder costs its row, never the job (``DecodeJournal``).
+    public let decodeJournal: DecodeJournal?
     /// Shards are written one at a time, in the background, in the order they complete.
     let writer = ShardWriterQueue()
     /// The bytes of every image saved by this run (as downloaded, before any resize), by SHA-256, with the key that
@@ -109,6 +111,7 @@ public final class ShardSink: ImageSink {
         self.hidden = hidden
         try? FileManager.default.createDirectory(at: hidden, withIntermediateDirectories: true)
         lock = try FolderLock(at: hidden.appendingPathComponent("lock"))
+        decodeJournal = try DecodeJournal(directory: hidden)
         try Self.checkShardSize(configuration, settings: hidden.appendingPathComponent("webdataset.json"))
         if configuration.shard == nil { AtomicFile.removeLeftovers(in: directory) }  // never another copy's files
         AtomicFile.removeLeftovers(in: hidden)

@@ -1,0 +1,92 @@
+#ifndef MIRROR_CODECS_H
+#define MIRROR_CODECS_H
+// The resize path: decode, orient, crop, resample and encode one image, with the memory it will take known and
+// checked from its headers before any decoder allocates.
+//
+// JPEG, PNG, WebP and GIF go straight through their codecs (Debian's TurboJPEG, libpng, libwebp, giflib) and the
+// resampler of Debian's libstb-dev, compiled into this target with its assertions turned into errors; everything else
+// (TIFF, HEIF, AVIF, BMP, CMYK JPEGs, animated WebP) through libvips, loaded with dlopen on first use. Every function
+// here may be called from any thread at once; none keeps state between calls (but libvips' start, once).
+#include <stddef.h>
+
+/// A format as `MirrorImages` sniffs it (its order is `ImageFormat`'s, which Swift maps explicitly).
+enum mirror_codecs_format {
+    MIRROR_CODECS_JPEG = 0,
+    MIRROR_CODECS_PNG = 1,
+    MIRROR_CODECS_WEBP = 2,
+    MIRROR_CODECS_GIF = 3,
+    MIRROR_CODECS_BMP = 4,
+    MIRROR_CODECS_TIFF = 5,
+    MIRROR_CODECS_HEIF = 6,
+    MIRROR_CODECS_AVIF = 7,
+};
+
+/// How an image is fitted into size × size.
+enum mirror_codecs_fit {
+    MIRROR_CODECS_KEEP_RATIO = 0,   // the longer side becomes `size`
+    MIRROR_CODECS_CENTER_CROP = 1,  // the shorter side becomes `size`, the rest cropped around the centre
+    MIRROR_CODECS_PAD = 2,          // keep-ratio, then padded with black to size × size
+    MIRROR_CODECS_NONE = 3,         // no resize (re-encode only)
+};
+
+/// How a call ended.
+enum mirror_codecs_status {
+    MIRROR_CODECS_OK = 0,
+    /// The bytes do not decode cleanly: corrupt or cut-short data, decoder warnings, a frame without rows.
+    MIRROR_CODECS_MALFORMED = 1,
+    /// Decoding would take more memory than `memory_limit` (a decompression bomb, or a very large image).
+    MIRROR_CODECS_TOO_LARGE = 2,
+    /// Anything else: out of memory, libvips missing, an encoder or the resampler failing.
+    MIRROR_CODECS_FAILED = 3,
+};
+
+/// What to do with one image.
+struct mirror_codecs_request {
+    int input_format;      // enum mirror_codecs_format, as served
+    int fit;               // enum mirror_codecs_fit
+    int size;              // the box's side, in pixels (1 or more)
+    int only_if_bigger;    // a smaller image is kept at its size (and only padded)
+    int output_format;     // JPEG, PNG or WebP through the codecs; TIFF, HEIF or AVIF through libvips
+    int quality;           // JPEG, WebP, HEIF and AVIF quality, 1-100
+    size_t memory_limit;   // bytes the transform may take at most (0: no limit)
+};
+
+/// What a transform made, or why it made nothing.
+struct mirror_codecs_output {
+    unsigned char *data;   // the encoded image, to free with mirror_codecs_free; NULL on failure
+    size_t length;
+    int width, height;
+    char message[256];     // why, when the status is not OK
+};
+
+/// The most memory, in bytes, that `mirror_codecs_transform` will take for `input` (the decoders' own buffers and
+/// mirror's), read from its headers without decoding. Returns OK with `*bytes`, or MALFORMED, TOO_LARGE (when
+/// `memory_limit` is set and exceeded) or FAILED with the reason in `message`.
+int mirror_codecs_estimate(const unsigned char *input, size_t length, const struct mirror_codecs_request *request,
+                           size_t *bytes, char *message, size_t capacity);
+
+/// Decodes `input`, fits it as `request` asks and encodes it. The estimate is made again first and checked against
+/// `memory_limit`, so no decoder allocates past it.
+int mirror_codecs_transform(const unsigned char *input, size_t length, const struct mirror_codecs_request *request,
+                            struct mirror_codecs_output *output);
+
+void mirror_codecs_free(void *data);
+
+// MARK: For tests
+
+/// The EXIF orientation (1-8) of a JPEG, from its APP1 segment; 1 when it has none or it cannot be read.
+int mirror_codecs_jpeg_orientation(const unsigned char *data, size_t length);
+
+/// Runs the resampler on every one-dimensional resample from `first_in`-`last_in` to 1-`max_out` pixels, across a row
+/// and down a column. Returns how many it refused (the first in `message`).
+long mirror_codecs_sweep_resampler(int first_in, int last_in, int max_out, char *message, size_t capacity);
+
+/// Computes the transform's geometry for every source of `first_width`-`last_width` × 1-`max_height` pixels, every
+/// fit, every size from 1 to `max_size`, with and without only-if-bigger: as packed pixels (the RGB path) and as the
+/// JPEG planes of every subsampling decoded at that size (every size, not only those a DCT scale gives). Counts the geometries that crop
+/// outside their image or plane, miss the box, or ask the resampler for anything outside 1-`max_in` to 1-`max_out`
+/// pixels (`geometries` says how many were computed). Returns the failures (the first in `message`).
+long mirror_codecs_sweep_geometry(int first_width, int last_width, int max_height, int max_size, int max_in, int max_out,
+                                  long *geometries, char *message, size_t capacity);
+
+#endif

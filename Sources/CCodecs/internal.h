@@ -1,0 +1,165 @@
+#ifndef MIRROR_CODECS_INTERNAL_H
+#define MIRROR_CODECS_INTERNAL_H
+// What the files of this target share. Sizes and offsets are size_t, and every product or sum that could pass
+// SIZE_MAX goes through the checked helpers below: an image's header is the attacker's, and a wrapped size is a short
+// allocation followed by a long write.
+#include "mirror_codecs.h"
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/// Decoded pixels, 8 bits a sample, rows packed: 1 channel (grey), 3 (RGB) or 4 (RGBA, straight alpha).
+struct mc_pixels {
+    unsigned char *data;
+    int width, height, channels;
+};
+
+/// Where the reason goes, with its capacity.
+struct mc_error {
+    char *text;
+    size_t capacity;
+};
+
+/// Writes a reason (printf-style) and returns `status`, so that a failure is one line: `return mc_fail(e, ...);`.
+int mc_fail(struct mc_error *error, int status, const char *format, ...) __attribute__((format(printf, 3, 4)));
+
+// MARK: Checked arithmetic
+
+/// a × b, or SIZE_MAX when it does not fit (SIZE_MAX is never a size any limit admits).
+static inline size_t mc_mul(size_t a, size_t b) {
+    size_t product;
+    return __builtin_mul_overflow(a, b, &product) ? SIZE_MAX : product;
+}
+
+/// a + b, or SIZE_MAX when it does not fit.
+static inline size_t mc_add(size_t a, size_t b) {
+    size_t sum;
+    return __builtin_add_overflow(a, b, &sum) ? SIZE_MAX : sum;
+}
+
+/// width × height × channels, or SIZE_MAX; 0 for a non-positive side.
+static inline size_t mc_image_bytes(long width, long height, long channels) {
+    if (width < 1 || height < 1 || channels < 1) return 0;
+    return mc_mul(mc_mul((size_t)width, (size_t)height), (size_t)channels);
+}
+
+/// Allocates `width` × `height` × `channels` bytes; FAILED when it cannot (the estimate has admitted the size already).
+int mc_allocate(struct mc_pixels *pixels, int width, int height, int channels, struct mc_error *error);
+void mc_pixels_free(struct mc_pixels *pixels);
+
+// MARK: Geometry (resample.c)
+
+/// The scale (≤ 1) at which an image of `width` × `height` still covers what `fit` needs of `size`.
+double mc_needed_scale(int width, int height, int fit, int size);
+
+/// Where a fit takes its pixels from and puts them: the crop of the source, the resampled size, and the canvas (larger
+/// than the resampled image only for a pad).
+struct mc_geometry {
+    int crop_x, crop_y, crop_width, crop_height;
+    int out_width, out_height;
+    int final_width, final_height;
+};
+
+struct mc_geometry mc_geometry_of(int width, int height, int fit, int size, int only_if_bigger);
+
+/// Resamples `in_width` × `in_height` pixels (rows `in_stride` bytes apart, `channels` interleaved; alpha, if any,
+/// last) into `out_width` × `out_height` (rows `out_stride` apart). Catmull-Rom, clamped edges, in the image's own
+/// gamma as Pillow does. Returns 0, or FAILED when the resampler refuses (its assertions are errors here).
+int mc_resample(const unsigned char *in, int in_width, int in_height, size_t in_stride, unsigned char *out, int out_width,
+                int out_height, size_t out_stride, int channels, struct mc_error *error);
+
+/// Crops, resamples and pads `pixels` as `fit` asks.
+int mc_fit(struct mc_pixels *pixels, int fit, int size, int only_if_bigger, struct mc_error *error);
+
+/// Bytes a resample of `in_width` × … into `out_width` × … takes besides its input and output (stb's working memory).
+size_t mc_resample_memory(int in_width, int in_height, int out_width, int out_height, int channels);
+
+// MARK: Formats
+
+/// What a JPEG's headers say, read by walking its markers to the first scan (jpeg.c).
+struct mc_jpeg_header {
+    int width, height, components;
+    int progressive;        // SOF2, SOF6, SOF10, SOF14
+    int multi_scan;         // libjpeg keeps the whole image's coefficients: progressive, or a first scan of fewer components
+    int adobe_transform;    // the APP14 Adobe transform flag, or -1
+    int orientation;        // EXIF, 1-8
+    int h[4], v[4];         // sampling factors
+    int max_h, max_v;
+};
+
+int mc_jpeg_read_header(const unsigned char *data, size_t length, struct mc_jpeg_header *header, struct mc_error *error);
+/// Bytes libjpeg itself takes to decode the image at any scale: the whole image's coefficients when it has several
+/// scans (2 bytes a coefficient, 64 a block, every block of every component), and a few rows of blocks otherwise.
+size_t mc_jpeg_decoder_memory(const struct mc_jpeg_header *header);
+
+/// The size a JPEG decodes to at the smallest DCT scale that still covers what `fit` needs of `size`.
+void mc_jpeg_scaled_size(int width, int height, int fit, int size, int *scaled_width, int *scaled_height);
+
+int mc_jpeg_decode(const unsigned char *input, size_t length, const struct mc_jpeg_header *header, int fit, int size,
+                   struct mc_pixels *pixels, struct mc_error *error);
+/// JPEG to JPEG without leaving YCbCr (see jpeg.c); returns 0, MALFORMED, FAILED, or -1 for "take the RGB path".
+int mc_jpeg_planes(const unsigned char *input, size_t length, const struct mc_jpeg_header *header,
+                   const struct mirror_codecs_request *request, struct mirror_codecs_output *output, struct mc_error *error);
+/// One plane's crop and resample in the planes path: `in_*` within the decoded plane of `plane_width` × `plane_height`
+/// samples, resampled to `out_width` × `out_height` in an output plane of `out_plane_width` × `out_plane_height`.
+struct mc_plane_resample {
+    int plane_width, plane_height;
+    int in_x, in_y, in_width, in_height;
+    int out_width, out_height;
+    int out_plane_width, out_plane_height;
+};
+
+/// The planes path's geometry for a JPEG decoded at `width` × `height` with TurboJPEG's `subsampling`.
+struct mc_planes_geometry {
+    int count;               // 1 (grey) or 3
+    int out_subsampling;     // TJSAMP_420, or TJSAMP_GRAY
+    int out_width, out_height;
+    struct mc_plane_resample plane[3];
+};
+
+/// The planes of a JPEG decoded at `width` × `height` with TurboJPEG's `subsampling`, fitted as `g` (its geometry as
+/// packed pixels) says. Returns 0, or -1 for a subsampling the planes path does not take.
+int mc_planes_geometry_of(int width, int height, int subsampling, const struct mc_geometry *g, struct mc_planes_geometry *planes);
+/// Whether mc_planes_geometry_of's plane sizes are TurboJPEG's for an image `length` pixels across and down.
+int mc_plane_length_matches_turbojpeg(int length);
+
+/// Bytes the planes path takes besides libjpeg's own: the decoded planes and the resampled ones.
+size_t mc_jpeg_planes_memory(const struct mc_jpeg_header *header, int subsampling, int fit, int size, int only_if_bigger);
+
+struct mc_png_header {
+    int width, height, bit_depth, color_type, interlaced;
+};
+int mc_png_read_header(const unsigned char *data, size_t length, struct mc_png_header *header, struct mc_error *error);
+int mc_png_decode(const unsigned char *input, size_t length, int keep_alpha, struct mc_pixels *pixels, struct mc_error *error);
+
+struct mc_webp_header {
+    int width, height, has_alpha, has_animation, lossless;
+};
+int mc_webp_read_header(const unsigned char *data, size_t length, struct mc_webp_header *header, struct mc_error *error);
+size_t mc_webp_decoder_memory(const struct mc_webp_header *header);
+void mc_webp_scaled_size(const struct mc_webp_header *header, int fit, int size, int *scaled_width, int *scaled_height);
+int mc_webp_decode(const unsigned char *input, size_t length, const struct mc_webp_header *header, int fit, int size,
+                   int keep_alpha, struct mc_pixels *pixels, struct mc_error *error);
+
+struct mc_gif_header {
+    int width, height;      // the logical screen (the first frame's size when the screen is 0 × 0)
+};
+int mc_gif_read_header(const unsigned char *data, size_t length, struct mc_gif_header *header, struct mc_error *error);
+int mc_gif_decode(const unsigned char *input, size_t length, int keep_alpha, struct mc_pixels *pixels, struct mc_error *error);
+
+/// Encodes `pixels` as JPEG, PNG or WebP into `output` (a buffer from malloc).
+int mc_encode(const struct mc_pixels *pixels, int format, int quality, struct mirror_codecs_output *output,
+              struct mc_error *error);
+/// The most an encoder takes for an image of `width` × `height` × `channels` (its buffers and the result).
+size_t mc_encode_memory(int width, int height, int channels);
+
+// MARK: libvips (vips.c)
+
+struct mc_vips_header {
+    int width, height, bands, band_bytes;
+};
+int mc_vips_read_header(const unsigned char *input, size_t length, struct mc_vips_header *header, struct mc_error *error);
+int mc_vips_transform(const unsigned char *input, size_t length, const struct mirror_codecs_request *request,
+                      struct mirror_codecs_output *output, struct mc_error *error);
+
+#endif

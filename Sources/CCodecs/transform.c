@@ -1,0 +1,178 @@
+// The one entry point: the memory a transform will take, from the headers alone, checked against the limit before any
+// decoder allocates; then decode (at the smallest scale the fit allows), orient, crop, resample and encode.
+//
+// What is counted: the decoders' own buffers where they are large (libjpeg's coefficients of a multi-scan JPEG, a
+// lossless WebP's ARGB, libvips' image), mirror's decoded pixels and their copy while they are oriented or fitted, the
+// resampler's working memory, and the encoder's. A 613-byte progressive JPEG declaring 14000 × 14000 pixels asks
+// libjpeg for 1.2 GB however small the output: it is refused here, as TOO_LARGE, before libjpeg is started.
+#include "internal.h"
+#include <stdlib.h>
+#include <string.h>
+
+int mc_fail(struct mc_error *error, int status, const char *format, ...) {
+    va_list arguments;
+    va_start(arguments, format);
+    vsnprintf(error->text, error->capacity, format, arguments);
+    va_end(arguments);
+    return status;
+}
+
+int mc_allocate(struct mc_pixels *pixels, int width, int height, int channels, struct mc_error *error) {
+    size_t bytes = mc_image_bytes(width, height, channels);
+    pixels->data = bytes && bytes != SIZE_MAX ? malloc(bytes) : NULL;
+    if (!pixels->data) return mc_fail(error, MIRROR_CODECS_FAILED, "out of memory for %d x %d pixels", width, height);
+    pixels->width = width;
+    pixels->height = height;
+    pixels->channels = channels;
+    return 0;
+}
+
+void mc_pixels_free(struct mc_pixels *pixels) {
+    free(pixels->data);
+    pixels->data = NULL;
+}
+
+void mirror_codecs_free(void *data) { free(data); }
+
+static int mc_codecs_write(int format) { return format == MIRROR_CODECS_JPEG || format == MIRROR_CODECS_PNG || format == MIRROR_CODECS_WEBP; }
+
+/// What mirror's side of a decode takes: the decoded pixels (twice: a copy while they are oriented, or fitted into a
+/// new buffer), the fitted ones, the resampler's working memory and the encoder's.
+static size_t mc_pixels_memory(int width, int height, int channels, const struct mirror_codecs_request *request) {
+    struct mc_geometry g = mc_geometry_of(width, height, request->fit, request->size, request->only_if_bigger);
+    size_t bytes = mc_mul(mc_image_bytes(width, height, channels), 2);
+    bytes = mc_add(bytes, mc_image_bytes(g.final_width, g.final_height, channels));
+    bytes = mc_add(bytes, mc_resample_memory(g.crop_width, g.crop_height, g.out_width, g.out_height, channels));
+    return mc_add(bytes, mc_encode_memory(g.final_width, g.final_height, channels));
+}
+
+/// How an image will be decoded, and what that takes.
+struct mc_plan {
+    int through_vips;
+    size_t bytes;
+    struct mc_jpeg_header jpeg;
+    struct mc_webp_header webp;
+};
+
+static int mc_plan_vips(const unsigned char *input, size_t length, const struct mirror_codecs_request *request, struct mc_plan *plan,
+                        struct mc_error *error) {
+    plan->through_vips = 1;
+    struct mc_vips_header header;
+    int status = mc_vips_read_header(input, length, &header, error);
+    if (status != 0) return status;
+    // libvips decodes what it cannot shrink on load whole (TIFF strips aside): the image, once as loaded and once in
+    // the thumbnail's working format; libjpeg's coefficients too when a JPEG has several scans.
+    size_t image = mc_mul(mc_image_bytes(header.width, header.height, header.bands), (size_t)header.band_bytes);
+    plan->bytes = mc_add(mc_mul(image, 2), mc_pixels_memory(request->size, request->size, 4, request));
+    if (request->input_format == MIRROR_CODECS_JPEG) plan->bytes = mc_add(plan->bytes, mc_jpeg_decoder_memory(&plan->jpeg));
+    return 0;
+}
+
+static int mc_plan_of(const unsigned char *input, size_t length, const struct mirror_codecs_request *request, struct mc_plan *plan,
+                      struct mc_error *error) {
+    memset(plan, 0, sizeof *plan);
+    if (request->size < 1 || request->fit < MIRROR_CODECS_KEEP_RATIO || request->fit > MIRROR_CODECS_NONE)
+        return mc_fail(error, MIRROR_CODECS_FAILED, "no such fit (%d) or size (%d)", request->fit, request->size);
+    int keep_alpha = request->output_format != MIRROR_CODECS_JPEG;
+    int codecs = mc_codecs_write(request->output_format);
+    int status = 0;
+    switch (request->input_format) {
+    case MIRROR_CODECS_JPEG: {
+        status = mc_jpeg_read_header(input, length, &plan->jpeg, error);
+        if (status != 0) return status;
+        if (!codecs || plan->jpeg.components == 4) return mc_plan_vips(input, length, request, plan, error);  // CMYK and YCCK
+        int scaled_width, scaled_height;
+        mc_jpeg_scaled_size(plan->jpeg.width, plan->jpeg.height, request->fit, request->size, &scaled_width, &scaled_height);
+        size_t rgb = mc_pixels_memory(scaled_width, scaled_height, 3, request);
+        size_t planes = mc_jpeg_planes_memory(&plan->jpeg, 0, request->fit, request->size, request->only_if_bigger);  // 4:4:4, the most
+        plan->bytes = mc_add(mc_jpeg_decoder_memory(&plan->jpeg), rgb > planes ? rgb : planes);
+        return 0;
+    }
+    case MIRROR_CODECS_PNG: {
+        struct mc_png_header header;
+        status = mc_png_read_header(input, length, &header, error);
+        if (status != 0) return status;
+        if (!codecs) return mc_plan_vips(input, length, request, plan, error);
+        // libpng: a few rows of up to 8 bytes a pixel (16-bit RGBA), and its zlib stream.
+        size_t rows = mc_add(mc_mul(mc_image_bytes(header.width, 1, 8), 4), 1 << 20);
+        plan->bytes = mc_add(rows, mc_pixels_memory(header.width, header.height, keep_alpha ? 4 : 3, request));
+        return 0;
+    }
+    case MIRROR_CODECS_WEBP: {
+        status = mc_webp_read_header(input, length, &plan->webp, error);
+        if (status != 0) return status;
+        if (!codecs || plan->webp.has_animation) return mc_plan_vips(input, length, request, plan, error);  // libvips takes the first frame
+        int scaled_width, scaled_height;
+        mc_webp_scaled_size(&plan->webp, request->fit, request->size, &scaled_width, &scaled_height);
+        plan->bytes = mc_add(mc_webp_decoder_memory(&plan->webp),
+                             mc_pixels_memory(scaled_width, scaled_height, plan->webp.has_alpha ? 4 : 3, request));
+        return 0;
+    }
+    case MIRROR_CODECS_GIF: {
+        struct mc_gif_header header;
+        status = mc_gif_read_header(input, length, &header, error);
+        if (status != 0) return status;
+        if (!codecs) return mc_plan_vips(input, length, request, plan, error);
+        plan->bytes = mc_add(mc_pixels_memory(header.width, header.height, keep_alpha ? 4 : 3, request), 1 << 20);
+        return 0;
+    }
+    default:
+        return mc_plan_vips(input, length, request, plan, error);
+    }
+}
+
+/// The plan, with its memory checked against the request's limit.
+static int mc_checked_plan(const unsigned char *input, size_t length, const struct mirror_codecs_request *request, struct mc_plan *plan,
+                           struct mc_error *error) {
+    int status = mc_plan_of(input, length, request, plan, error);
+    if (status != 0) return status;
+    if (request->memory_limit && plan->bytes > request->memory_limit) {
+        if (plan->bytes == SIZE_MAX) return mc_fail(error, MIRROR_CODECS_TOO_LARGE, "decoding it would take more memory than there is");
+        return mc_fail(error, MIRROR_CODECS_TOO_LARGE, "decoding it would take %zu MB, more than the %zu MB a transform may use",
+                       (plan->bytes + 999999) / 1000000, request->memory_limit / 1000000);
+    }
+    return 0;
+}
+
+int mirror_codecs_estimate(const unsigned char *input, size_t length, const struct mirror_codecs_request *request,
+                           size_t *bytes, char *message, size_t capacity) {
+    struct mc_error error = {message, capacity};
+    message[0] = 0;
+    struct mc_plan plan;
+    int status = mc_checked_plan(input, length, request, &plan, &error);
+    *bytes = status == 0 ? plan.bytes : 0;
+    return status;
+}
+
+int mirror_codecs_transform(const unsigned char *input, size_t length, const struct mirror_codecs_request *request,
+                            struct mirror_codecs_output *output) {
+    memset(output, 0, sizeof *output);
+    struct mc_error error = {output->message, sizeof output->message};
+    struct mc_plan plan;
+    int status = mc_checked_plan(input, length, request, &plan, &error);
+    if (status != 0) return status;
+    if (plan.through_vips) return mc_vips_transform(input, length, request, output, &error);
+    if (request->input_format == MIRROR_CODECS_JPEG && request->output_format == MIRROR_CODECS_JPEG) {
+        status = mc_jpeg_planes(input, length, &plan.jpeg, request, output, &error);
+        if (status != -1) return status;
+        error.text[0] = 0;
+    }
+    // A decoder may shrink only as far as the fit still needs; with only_if_bigger a small image is not enlarged.
+    struct mc_pixels pixels = {NULL, 0, 0, 0};
+    int keep_alpha = request->output_format != MIRROR_CODECS_JPEG;
+    switch (request->input_format) {
+    case MIRROR_CODECS_JPEG: status = mc_jpeg_decode(input, length, &plan.jpeg, request->fit, request->size, &pixels, &error); break;
+    case MIRROR_CODECS_PNG: status = mc_png_decode(input, length, keep_alpha, &pixels, &error); break;
+    case MIRROR_CODECS_WEBP: status = mc_webp_decode(input, length, &plan.webp, request->fit, request->size, keep_alpha, &pixels, &error); break;
+    default: status = mc_gif_decode(input, length, keep_alpha, &pixels, &error); break;
+    }
+    if (status == -1) {  // a JPEG TurboJPEG leaves to libvips
+        error.text[0] = 0;
+        return mc_vips_transform(input, length, request, output, &error);
+    }
+    if (status != 0) return status;
+    status = mc_fit(&pixels, request->fit, request->size, request->only_if_bigger, &error);
+    if (status == 0) status = mc_encode(&pixels, request->output_format, request->quality, output, &error);
+    mc_pixels_free(&pixels);
+    return status;
+}

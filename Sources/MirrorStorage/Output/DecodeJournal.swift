@@ -1,0 +1,171 @@
+import Foundation
+import MirrorCore
+import MirrorTransport
+
+/// The images being decoded right now, kept in the output's state folder, so that a run a decoder kills names them to
+/// the next: a poison image costs a run once, never every rerun.
+///
+/// Every byte from the web is hostile and the decoders are C (TurboJPEG, libpng, libwebp, giflib, libvips and its
+/// dozens of libraries): whatever is checked first, a crafted image may still crash the process, and then every rerun
+/// of the job would download it again and crash again. So before an image is decoded, its URL is written to a slot of
+/// `decoding` in the state folder, and the slot is cleared when the decode returns. A run that opens the journal and
+/// finds slots still written knows that the run before it died while decoding them, and moves them to
+/// `decoder-crashes` (a line each, `alone` or `shared` and the URL: `cat` shows them):
+///
+/// - an image that was decoded **alone** (it held the whole decode budget, so nothing else was decoded beside it) is the
+///   culprit: its row is filed as failed, `decoder-crash` and permanent, and never decoded again;
+/// - images decoded **beside others** are only suspects (one of them crashed, or the run was killed from outside): each
+///   is decoded alone when it comes again, so that a poison image costs at most two runs and an innocent one is saved.
+///
+/// The cost is two `pwrite`s per decoded image: no fsync, as a process that dies leaves its writes in the page cache
+/// (power loss is not a decoder crash, and loses only the mark). A SIGKILL from outside during a decode alone would be
+/// taken for a crash of that image; nothing tells the two apart.
+///
+/// Thread safety: every method may be called from any thread; slots are taken under a lock and written with `pwrite`
+/// at their own offsets.
+public final class DecodeJournal: Sendable {
+    /// What to do with an image about to be decoded.
+    public enum Verdict: Sendable, Equatable {
+        /// Decode it as usual.
+        case decode
+        /// A run died while it was being decoded beside others: decode it with nothing else at the same time.
+        case decodeAlone
+        /// A run died while it was being decoded alone: do not decode it.
+        case crashed
+    }
+
+    /// A slot in use, to hand back to ``end(_:)``.
+    public struct Mark: Sendable {
+        fileprivate let slot: Int
+    }
+
+    /// The file of slots, and the file of crashes found.
+    public let decodingURL: URL
+    public let crashesURL: URL
+    /// Leftover marks found when the journal was opened: the images of a run that died while decoding them.
+    public let foundOnOpen: Int
+
+    private static let slotSize = 4096
+    private static let headerSize = 8
+    private static let magic: [UInt8] = Array("MDEC".utf8)
+
+    private let descriptor: Int32
+    /// The URLs a run died decoding: `true` when it was decoded alone.
+    private let crashes: [String: Bool]
+    private let slots = Locked<Slots>(Slots())
+
+    private struct Slots {
+        var free: [Int] = []
+        var next = 0
+    }
+
+    /// Opens (or creates) the journal in `directory`, moving any marks a dead run left to the list of crashes.
+    /// - Throws: ``FileError`` when the state folder cannot be written.
+    public init(directory: URL) throws(FileError) {
+        decodingURL = directory.appendingPathComponent("decoding")
+        crashesURL = directory.appendingPathComponent("decoder-crashes")
+        let descriptor = open(decodingURL.path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o644)
+        guard descriptor >= 0 else { throw FileError(operation: "open", path: decodingURL.path, code: errno) }
+        do throws(FileError) {
+            let leftovers = try Self.readMarks(descriptor, path: decodingURL.path)
+            if !leftovers.isEmpty {
+                let lines = leftovers.map { "\($0.alone ? "alone" : "shared")\t\($0.key)\n" }.joined()
+                try Self.append(Data(lines.utf8), to: crashesURL)
+                guard ftruncate(descriptor, 0) == 0 else { throw FileError(operation: "write", path: decodingURL.path, code: errno) }
+            }
+            foundOnOpen = leftovers.count
+            crashes = Self.readCrashes(crashesURL)
+        } catch {
+            close(descriptor)
+            throw error
+        }
+        self.descriptor = descriptor
+    }
+
+    deinit {
+        close(descriptor)
+    }
+
+    /// Whether any image is to be decoded alone or not at all (when none is, ``verdict(for:)`` costs nothing).
+    public var isEmpty: Bool { crashes.isEmpty }
+
+    /// What to do with the image at `url`.
+    public func verdict(for url: URL) -> Verdict {
+        guard !crashes.isEmpty, let alone = crashes[Self.key(url)] else { return .decode }
+        return alone ? .crashed : .decodeAlone
+    }
+
+    /// Marks the image at `url` as being decoded (`alone`: with nothing else decoded beside it).
+    public func begin(_ url: URL, alone: Bool) -> Mark {
+        let slot = slots.withLock { slots -> Int in
+            if let slot = slots.free.popLast() { return slot }
+            defer { slots.next += 1 }
+            return slots.next
+        }
+        let key = Array(Self.key(url).utf8)
+        var record = Self.magic + [alone ? 1 : 0, 0, UInt8(key.count >> 8), UInt8(key.count & 0xFF)]
+        record += key
+        // Best effort: a journal that cannot be written costs only the protection, never the image.
+        _ = record.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, off_t(slot * Self.slotSize)) }
+        return Mark(slot: slot)
+    }
+
+    /// Clears the mark: the decode returned.
+    public func end(_ mark: Mark) {
+        let zero: [UInt8] = [0, 0, 0, 0]
+        _ = zero.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, off_t(mark.slot * Self.slotSize)) }
+        slots.withLock { $0.free.append(mark.slot) }
+    }
+
+    /// How an image is named in the journal: its normalised URL, or (past what a slot holds, or holding a line break)
+    /// `sha256:` and that URL's hash.
+    static func key(_ url: URL) -> String {
+        let normalized = CacheKey(url: url).normalizedURL
+        if normalized.utf8.count <= slotSize - headerSize, !normalized.utf8.contains(where: { $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
+            return normalized
+        }
+        return "sha256:" + sha256Hex(normalized)
+    }
+
+    /// The marks in the file of slots: those whose magic is still written.
+    private static func readMarks(_ descriptor: Int32, path: String) throws(FileError) -> [(key: String, alone: Bool)] {
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { throw FileError(operation: "read", path: path, code: errno) }
+        guard status.st_size > 0 else { return [] }
+        var bytes = [UInt8](repeating: 0, count: Int(status.st_size))
+        let read = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
+        guard read >= 0 else { throw FileError(operation: "read", path: path, code: errno) }
+        var marks: [(key: String, alone: Bool)] = []
+        var offset = 0
+        while offset + headerSize <= read {
+            defer { offset += slotSize }
+            guard Array(bytes[offset..<offset + 4]) == magic else { continue }
+            let length = Int(bytes[offset + 6]) << 8 | Int(bytes[offset + 7])
+            guard offset + headerSize + length <= read else { continue }
+            let key = String(decoding: bytes[offset + headerSize..<offset + headerSize + length], as: UTF8.self)
+            marks.append((key, bytes[offset + 4] == 1))
+        }
+        return marks
+    }
+
+    /// The crashes recorded so far: URL → whether it was decoded alone (once alone, always).
+    private static func readCrashes(_ url: URL) -> [String: Bool] {
+        guard let text = try? String(contentsOf: url, encoding: .utf8) else { return [:] }
+        var crashes: [String: Bool] = [:]
+        for line in text.split(separator: "\n") {
+            let parts = line.split(separator: "\t", maxSplits: 1)
+            guard parts.count == 2 else { continue }
+            let key = String(parts[1])
+            crashes[key] = (crashes[key] ?? false) || parts[0] == "alone"
+        }
+        return crashes
+    }
+
+    private static func append(_ data: Data, to url: URL) throws(FileError) {
+        let descriptor = open(url.path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o644)
+        guard descriptor >= 0 else { throw FileError(operation: "open", path: url.path, code: errno) }
+        defer { close(descriptor) }
+        try AtomicFile.writeAll(data, to: descriptor, path: url.path)
+        guard fsync(descriptor) == 0 else { throw FileError(operation: "sync", path: url.path, code: errno) }
+    }
+}
