@@ -36,11 +36,11 @@ void mirror_codecs_free(void *data) { free(data); }
 
 static int mc_codecs_write(int format) { return format == MIRROR_CODECS_JPEG || format == MIRROR_CODECS_PNG || format == MIRROR_CODECS_WEBP; }
 
-/// What mirror's side of a decode takes: the decoded pixels (twice: a copy while they are oriented, or fitted into a
-/// new buffer), the fitted ones, the resampler's working memory and the encoder's.
-static size_t mc_pixels_memory(int width, int height, int channels, const struct mirror_codecs_request *request) {
+/// What mirror's side of a decode takes: the decoded pixels (`copies` of them: 2 while a JPEG's are turned upright),
+/// the fitted ones beside them, the resampler's working memory and the encoder's.
+static size_t mc_pixels_memory(int width, int height, int channels, int copies, const struct mirror_codecs_request *request) {
     struct mc_geometry g = mc_geometry_of(width, height, request->fit, request->size, request->only_if_bigger);
-    size_t bytes = mc_mul(mc_image_bytes(width, height, channels), 2);
+    size_t bytes = mc_mul(mc_image_bytes(width, height, channels), (size_t)copies);
     bytes = mc_add(bytes, mc_image_bytes(g.final_width, g.final_height, channels));
     bytes = mc_add(bytes, mc_resample_memory(g.crop_width, g.crop_height, g.out_width, g.out_height, channels));
     return mc_add(bytes, mc_encode_memory(g.final_width, g.final_height, channels));
@@ -63,7 +63,7 @@ static int mc_plan_vips(const unsigned char *input, size_t length, const struct 
     // libvips decodes what it cannot shrink on load whole (TIFF strips aside): the image, once as loaded and once in
     // the thumbnail's working format; libjpeg's coefficients too when a JPEG has several scans.
     size_t image = mc_mul(mc_image_bytes(header.width, header.height, header.bands), (size_t)header.band_bytes);
-    plan->bytes = mc_add(mc_mul(image, 2), mc_pixels_memory(request->size, request->size, 4, request));
+    plan->bytes = mc_add(mc_mul(image, 2), mc_pixels_memory(request->size, request->size, 4, 1, request));
     if (request->input_format == MIRROR_CODECS_JPEG) plan->bytes = mc_add(plan->bytes, mc_jpeg_decoder_memory(&plan->jpeg));
     return 0;
 }
@@ -83,7 +83,7 @@ static int mc_plan_of(const unsigned char *input, size_t length, const struct mi
         if (!codecs || plan->jpeg.components == 4) return mc_plan_vips(input, length, request, plan, error);  // CMYK and YCCK
         int scaled_width, scaled_height;
         mc_jpeg_scaled_size(plan->jpeg.width, plan->jpeg.height, request->fit, request->size, &scaled_width, &scaled_height);
-        size_t rgb = mc_pixels_memory(scaled_width, scaled_height, 3, request);
+        size_t rgb = mc_pixels_memory(scaled_width, scaled_height, 3, plan->jpeg.orientation > 1 ? 2 : 1, request);
         size_t planes = mc_jpeg_planes_memory(&plan->jpeg, 0, request->fit, request->size, request->only_if_bigger);  // 4:4:4, the most
         plan->bytes = mc_add(mc_jpeg_decoder_memory(&plan->jpeg), rgb > planes ? rgb : planes);
         return 0;
@@ -95,7 +95,7 @@ static int mc_plan_of(const unsigned char *input, size_t length, const struct mi
         if (!codecs) return mc_plan_vips(input, length, request, plan, error);
         // libpng: a few rows of up to 8 bytes a pixel (16-bit RGBA), and its zlib stream.
         size_t rows = mc_add(mc_mul(mc_image_bytes(header.width, 1, 8), 4), 1 << 20);
-        plan->bytes = mc_add(rows, mc_pixels_memory(header.width, header.height, keep_alpha ? 4 : 3, request));
+        plan->bytes = mc_add(rows, mc_pixels_memory(header.width, header.height, keep_alpha ? 4 : 3, 1, request));
         return 0;
     }
     case MIRROR_CODECS_WEBP: {
@@ -105,7 +105,7 @@ static int mc_plan_of(const unsigned char *input, size_t length, const struct mi
         int scaled_width, scaled_height;
         mc_webp_scaled_size(&plan->webp, request->fit, request->size, &scaled_width, &scaled_height);
         plan->bytes = mc_add(mc_webp_decoder_memory(&plan->webp),
-                             mc_pixels_memory(scaled_width, scaled_height, plan->webp.has_alpha ? 4 : 3, request));
+                             mc_pixels_memory(scaled_width, scaled_height, plan->webp.has_alpha ? 4 : 3, 1, request));
         return 0;
     }
     case MIRROR_CODECS_GIF: {
@@ -113,7 +113,7 @@ static int mc_plan_of(const unsigned char *input, size_t length, const struct mi
         status = mc_gif_read_header(input, length, &header, error);
         if (status != 0) return status;
         if (!codecs) return mc_plan_vips(input, length, request, plan, error);
-        plan->bytes = mc_add(mc_pixels_memory(header.width, header.height, keep_alpha ? 4 : 3, request), 1 << 20);
+        plan->bytes = mc_add(mc_pixels_memory(header.width, header.height, keep_alpha ? 4 : 3, 1, request), 1 << 20);
         return 0;
     }
     default:

@@ -15,7 +15,7 @@ import Foundation
 /// use it from any thread.
 ///
 /// ```swift
-/// let validator = ImageValidator()                 // 200-megapixel limit
+/// let validator = ImageValidator()                 // Pillow's limit, 178,956,970 pixels
 /// do {
 ///     let info = try validator.validate(body)
 ///     print("\(info.format.displayName) \(info.width)x\(info.height)")
@@ -24,8 +24,10 @@ import Foundation
 /// }
 /// ```
 public struct ImageValidator: Sendable {
-    /// The default ``pixelLimit``: 200 megapixels (for example 20,000 × 10,000).
-    public static let defaultPixelLimit = 200_000_000
+    /// The default ``pixelLimit``: 178,956,970 pixels, the most Pillow opens without refusing (its
+    /// `MAX_IMAGE_PIXELS` × 2), so that no saved image breaks a training loader that reads it with Pillow or Hugging
+    /// Face `datasets` (for example 13,377 × 13,377, or 16,000 × 11,184).
+    public static let defaultPixelLimit = 178_956_970
 
     /// The most pixels (`width × height`) an image may declare; larger ones are rejected with
     /// ``ImageRejection/tooManyPixels(width:height:limit:)``. Defaults to ``defaultPixelLimit``.
@@ -33,7 +35,7 @@ public struct ImageValidator: Sendable {
 
     /// Creates a validator.
     ///
-    /// - Parameter pixelLimit: The most pixels an image may declare; defaults to 200,000,000.
+    /// - Parameter pixelLimit: The most pixels an image may declare; defaults to 178,956,970.
     public init(pixelLimit: Int = ImageValidator.defaultPixelLimit) {
         self.pixelLimit = pixelLimit
     }

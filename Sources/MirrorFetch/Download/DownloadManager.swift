@@ -50,7 +50,8 @@ public final class DownloadManager: Sendable {
         public var sleeper: Sleeper = .real
         /// The `User-Agent`. Default `mirror/<version> libcurl/<version>`.
         public var userAgent: String = MirrorVersion.userAgent
-        /// Images with more pixels are refused (decompression bombs). Default 200 million.
+        /// Images declaring more pixels are refused (`too-many-pixels`), resized or not: decompression bombs, and images
+        /// a Pillow-based loader would refuse. Default 178,956,970, Pillow's own limit (`--max-pixels`).
         public var pixelLimit: Int = ImageValidator.defaultPixelLimit
 
         // MARK: Caching

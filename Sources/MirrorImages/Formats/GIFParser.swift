@@ -3,7 +3,7 @@
 /// The walk visits each extension and image descriptor in turn, skipping colour tables by their declared
 /// size and data by its sub-block chain, so its cost is linear in the number of blocks and sub-blocks. A
 /// file is complete when the walk reaches the `3B` trailer after at least one image; only padding (NUL,
-/// space, tab, CR, LF) may follow. A 0×0 logical screen, which some encoders write, takes the size of the
+/// space, tab, CR, LF) may follow; the first frame must hold some image data. A 0×0 logical screen, which some encoders write, takes the size of the
 /// first image descriptor instead, as browsers do.
 enum GIFParser {
     static func parse(_ bytes: ByteView, pixelLimit: Int) throws(ImageRejection) -> ImageInfo {
@@ -62,6 +62,11 @@ enum GIFParser {
                 guard let codeSize = bytes.u8(offset) else { throw .truncated(.gif, "image data cut off") }
                 guard codeSize >= 1, codeSize <= 12 else {
                     throw .malformed(.gif, "LZW minimum code size \(codeSize) at offset \(offset)")
+                }
+                // A first frame without a byte of image data draws nothing: a decoder shows a blank screen (or
+                // refuses it, as Pillow does), not the picture the file claims to be.
+                if frameCount == 0, bytes.u8(offset + 1) == 0 {
+                    throw .malformed(.gif, "the first frame has no image data")
                 }
                 offset = try skipSubBlocks(bytes, from: offset + 1)
                 frameCount += 1

@@ -37,6 +37,12 @@ struct DatasetOptions: ParsableArguments {
     @Option(help: "JPEG and WebP quality, 1-100.")
     var quality = 95
 
+    @Option(help: ArgumentHelp(
+        "Memory the resizes and re-encodes running at once may take together, e.g. 512MB or 2GiB.",
+        discussion: "What each will take is read from the image's headers before it is decoded; one waits for room, and an image whose decode alone would take more fails (too-large-to-decode)."
+    ))
+    var decodeMemory: ByteSize = ByteSize(bytes: Int64(ImageTransform.defaultMemoryLimit))
+
     @Option(help: "Skip images whose shorter side is under N pixels (counted as filtered).")
     var minImageSize: Int?
 
@@ -54,6 +60,7 @@ struct DatasetOptions: ParsableArguments {
         if let encode, ImageTransform.Encoding(rawValue: encode) == nil { throw ValidationError("--encode must be keep, jpeg, png or webp") }
         guard (1...100).contains(quality) else { throw ValidationError("--quality must be 1 to 100") }
         guard (1...65_535).contains(size) else { throw ValidationError("--size must be 1 to 65535") }
+        guard decodeMemory.bytes >= 16 << 20 else { throw ValidationError("--decode-memory must be at least 16MiB") }
         if let maxAspectRatio, !(maxAspectRatio >= 1) { throw ValidationError("--max-aspect-ratio must be 1 or more") }
     }
 
@@ -63,7 +70,8 @@ struct DatasetOptions: ParsableArguments {
         configuration.honoursRobots = !ignoreRobots
         let transform = ImageTransform(
             fit: ImageTransform.Fit(rawValue: resize) ?? .no, size: size, onlyIfBigger: resizeOnlyIfBigger,
-            encoding: encode.flatMap(ImageTransform.Encoding.init) ?? ImageTransform.Encoding.default(for: configuration.format), quality: quality
+            encoding: encode.flatMap(ImageTransform.Encoding.init) ?? ImageTransform.Encoding.default(for: configuration.format), quality: quality,
+            memoryLimit: Int(clamping: decodeMemory.bytes)
         )
         configuration.transform = transform.isIdentity ? nil : transform
         if minImageSize != nil || maxAspectRatio != nil {

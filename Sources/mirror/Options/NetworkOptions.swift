@@ -13,6 +13,12 @@ struct NetworkOptions: ParsableArguments {
     @Option(name: .customLong("max-bytes"), help: "Largest image accepted, e.g. 20MB or 500KiB.")
     var maxBytes: ByteSize = ByteSize(bytes: 50 * 1024 * 1024)
 
+    @Option(help: ArgumentHelp(
+        "Refuse images that declare more pixels than this (too-many-pixels), resized or not.",
+        discussion: "The default, 178956970, is the most Pillow (and so Hugging Face datasets) opens without refusing."
+    ))
+    var maxPixels: Int = DownloadManager.Configuration().pixelLimit
+
     @Option(help: "Give up on one attempt after this many seconds (default: no limit; stalls are caught anyway).")
     var timeout: Double?
 
@@ -36,6 +42,7 @@ struct NetworkOptions: ParsableArguments {
         guard (1...64).contains(perHost) else { throw ValidationError("--per-host must be between 1 and 64.") }
         guard (0...10).contains(retries) else { throw ValidationError("--retries must be between 0 and 10.") }
         guard maxBytes.bytes >= 1024 else { throw ValidationError("--max-bytes must be at least 1KiB.") }
+        guard maxPixels >= 1 else { throw ValidationError("--max-pixels must be at least 1.") }
         if let timeout, !(timeout > 0 && timeout <= 86_400) {
             throw ValidationError("--timeout must be a number of seconds above 0.")
         }
@@ -56,6 +63,7 @@ struct NetworkOptions: ParsableArguments {
         configuration.perHost = perHost
         configuration.hostRate = hostRate
         configuration.maximumBytes = maxBytes.bytes
+        configuration.pixelLimit = maxPixels
         configuration.timeout = timeout.map { .milliseconds(Int64($0 * 1000)) }
         configuration.retry.maximumRetries = retries
         configuration.connectTo = connectTo

@@ -48,6 +48,13 @@ package final class DecodeBudget: @unchecked Sendable {  // every var below is r
         condition.unlock()
     }
 
+    /// Transforms waiting for their turn (for tests).
+    package var waiting: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return nextTicket - serving
+    }
+
     /// The bytes taken now (for tests).
     package var taken: Int {
         condition.lock()

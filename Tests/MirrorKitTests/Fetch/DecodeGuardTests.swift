@@ -1,0 +1,156 @@
+import CImageLibraries
+import Foundation
+import MirrorCore
+@testable import MirrorFetch
+import MirrorImages
+@testable import MirrorStorage
+import MirrorTestSupport
+import MirrorTransport
+import Testing
+
+/// What keeps a decode from costing the job: the memory budget the transforms share, and the journal that names the
+/// image a run died decoding.
+@Suite("Decode budget and journal")
+struct DecodeGuardTests {
+    private let folder = TemporaryDirectory()
+
+    // MARK: Budget
+
+    @Test func aTakeWaitsForRoomAndTurnsAreKeptInOrder() async throws {
+        // Given a budget of 100 with 80 taken
+        let budget = DecodeBudget(capacity: 100)
+        let first = budget.take(80)
+        let order = Locked<[String]>([])
+
+        // When 50 is asked for, then 10 (which would fit at once but comes after)
+        let large = Thread { let taken = budget.take(50); order.withLock { $0.append("50") }; budget.give(taken) }
+        large.start()
+        #expect(await eventually { budget.waiting == 1 })
+        let small = Thread { let taken = budget.take(10); order.withLock { $0.append("10") }; budget.give(taken) }
+        small.start()
+        #expect(await eventually { budget.waiting == 2 })
+
+        // Then neither runs until the 80 is given back, and then the 50 before the 10
+        #expect(order.withLock { $0 }.isEmpty)
+        budget.give(first)
+        #expect(await eventually { order.withLock { $0 }.count == 2 })
+        #expect(order.withLock { $0 } == ["50", "10"])
+        #expect(budget.taken == 0)
+    }
+
+    @Test func askingForMoreThanTheCapacityTakesAllOfIt() {
+        // Given a budget, When a transform that must decode alone asks for everything
+        let budget = DecodeBudget(capacity: 64)
+        let taken = budget.take(Int.max)
+
+        // Then it holds the whole budget, and gives it all back
+        #expect(taken == 64 && budget.taken == 64)
+        budget.give(taken)
+        #expect(budget.taken == 0)
+    }
+
+    @Test func transformsRunningAtOnceNeverHoldMoreThanTheBudget() async throws {
+        // Given 8 images whose decodes need about 40 MB each (a 3000 x 3000 progressive JPEG's coefficients), and a
+        // budget of 100 MB
+        let bomb = HostileImages.jpegBomb(width: 3_000, height: 3_000, subsampling: TJSAMP_444)
+        let transform = ImageTransform(fit: .keepRatio, size: 64, encoding: .jpeg, memoryLimit: 100_000_000)
+        let needed = try transform.estimate(bomb, format: .jpeg)
+        #expect(needed > 40_000_000 && needed < 100_000_000)
+        let budget = DecodeBudget(capacity: transform.memoryLimit)
+        let images = try (0..<8).map { _ in try folder.verifiedImage(bomb) }
+        let peak = Locked(0)
+
+        // When they are transformed on 8 threads at once, the budget watched as they go
+        let done = Locked(0)
+        for image in images {
+            Thread {
+                _ = try? transform.apply(to: image, validator: ImageValidator(), budget: budget)
+                done.withLock { $0 += 1 }
+            }.start()
+        }
+        while done.withLock({ $0 }) < images.count {
+            peak.withLock { $0 = max($0, budget.taken) }
+            try await Task.sleep(for: .milliseconds(1))
+        }
+
+        // Then no more than two were ever decoded at once (what fits), and all of them ended
+        #expect(peak.withLock { $0 } <= 2 * needed && peak.withLock { $0 } >= needed)
+        #expect(budget.taken == 0)
+    }
+
+    // MARK: Journal
+
+    private func url(_ index: Int) -> URL { URL(string: "http://h.test/\(index).jpg")! }
+
+    @Test func marksLeftByARunThatDiedNameTheImagesToTheNext() throws {
+        // Given a run that marked three images as being decoded (one of them alone) and cleared one, then died
+        do {
+            let journal = try DecodeJournal(directory: folder.url)
+            _ = journal.begin(url(1), alone: false)
+            let cleared = journal.begin(url(2), alone: false)
+            _ = journal.begin(url(3), alone: true)
+            journal.end(cleared)
+        }
+
+        // When the next run opens the journal
+        let journal = try DecodeJournal(directory: folder.url)
+
+        // Then the one decoded alone is not decoded again, the one decoded beside others is decoded alone, and the
+        // one that finished is decoded as usual; the crashes are in a file a person can read
+        #expect(journal.foundOnOpen == 2)
+        #expect(journal.verdict(for: url(3)) == .crashed)
+        #expect(journal.verdict(for: url(1)) == .decodeAlone)
+        #expect(journal.verdict(for: url(2)) == .decode)
+        #expect(journal.verdict(for: URL(string: "http://H.TEST:80/3.jpg")!) == .crashed)  // by normalised URL
+        let crashes = try String(contentsOf: journal.crashesURL, encoding: .utf8)
+        #expect(crashes == "shared\thttp://h.test/1.jpg\nalone\thttp://h.test/3.jpg\n")
+
+        // And a third run still knows them, with nothing left in the slots
+        let third = try DecodeJournal(directory: folder.url)
+        #expect(third.foundOnOpen == 0 && third.verdict(for: url(3)) == .crashed && third.verdict(for: url(1)) == .decodeAlone)
+    }
+
+    @Test func aSuspectThatCrashesAgainAloneIsTheCulprit() throws {
+        // Given an image suspected once (decoded beside others when a run died)
+        do { _ = try DecodeJournal(directory: folder.url).begin(url(7), alone: false) }
+        do {
+            let journal = try DecodeJournal(directory: folder.url)
+            #expect(journal.verdict(for: url(7)) == .decodeAlone)
+            // When the next run decodes it alone and dies again
+            _ = journal.begin(url(7), alone: true)
+        }
+
+        // Then the run after that does not decode it
+        #expect(try DecodeJournal(directory: folder.url).verdict(for: url(7)) == .crashed)
+    }
+
+    @Test func slotsAreReusedAndALongURLIsNamedByItsHash() throws {
+        // Given a journal, When many decodes begin and end one after another
+        let journal = try DecodeJournal(directory: folder.url)
+        for index in 0..<100 { journal.end(journal.begin(url(index), alone: false)) }
+        let long = URL(string: "http://h.test/" + String(repeating: "a", count: 5_000) + ".jpg")!
+        _ = journal.begin(long, alone: true)
+
+        // Then the file holds one slot (reused), and the long URL is found again by its hash after a crash
+        #expect(try FileManager.default.attributesOfItem(atPath: journal.decodingURL.path)[.size] as? Int ?? 0 <= 4_096 * 2)
+        let next = try DecodeJournal(directory: folder.url)
+        #expect(next.verdict(for: long) == .crashed)
+        #expect(try String(contentsOf: next.crashesURL, encoding: .utf8).hasPrefix("alone\tsha256:"))
+    }
+
+    @Test func aTransformNeverDecodesAnImageADecoderCrashedOn() throws {
+        // Given a journal that says a decoder crashed on an image decoded alone
+        do { _ = try DecodeJournal(directory: folder.url).begin(URL(string: "http://h.test/a")!, alone: true) }
+        let journal = try DecodeJournal(directory: folder.url)
+        let image = try folder.verifiedImage(HostileImages.jpeg(width: 32, height: 32, subsampling: TJSAMP_420))
+
+        // When the image comes again
+        let result = Result { () throws(ImageTransform.Failure) in
+            try ImageTransform(fit: .keepRatio, size: 16, encoding: .jpeg).apply(to: image, validator: ImageValidator(), journal: journal)
+        }
+
+        // Then it fails as a decoder crash, and its download is gone
+        #expect(result.failureReason == "decoder-crash")
+        #expect(!FileManager.default.fileExists(atPath: image.temporaryFile.path))
+    }
+}
