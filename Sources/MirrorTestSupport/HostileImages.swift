@@ -14,10 +14,11 @@ public enum HostileImages {
         public var name: String
         public var data: Data
         public var contentType: String
-        /// The record's reason when a run that decodes it (a resize, or a re-encode) fails it; `nil` when it is saved.
-        public var whenDecoded: String?
-        /// The reason when it is stored as served (no resize, and already in the format written); `nil` when saved.
-        public var whenStored: String?
+        /// The record's reason when a run that resizes it fails it; `nil` when it is saved.
+        public var whenResized: String?
+        /// The reason in a run without a resize that writes JPEG (WebDataset's default: a JPEG is stored as served,
+        /// anything else re-encoded at its size); `nil` when it is saved.
+        public var whenNotResized: String?
         /// For an image saved after a resize: the mean grey level Pillow shows of the file as served, which the
         /// resized image must keep within a few levels.
         public var meanGrey: Double?
@@ -28,44 +29,44 @@ public enum HostileImages {
     /// of each format cut short (plainly, and inside with the structure intact).
     public static func samples() -> [Sample] {
         var samples: [Sample] = []
-        func add(_ name: String, _ data: Data, _ type: String, decoded: String?, stored: String?, grey: Double? = nil) {
-            samples.append(Sample(name: name, data: data, contentType: type, whenDecoded: decoded, whenStored: stored, meanGrey: grey))
+        func add(_ name: String, _ data: Data, _ type: String, resized: String?, notResized: String?, grey: Double? = nil) {
+            samples.append(Sample(name: name, data: data, contentType: type, whenResized: resized, whenNotResized: notResized, meanGrey: grey))
         }
-        add("exif-ifd-fffffffe.jpg", exifJPEG(ifdOffset: 0xFFFF_FFFE), "image/jpeg", decoded: nil, stored: nil)
-        add("exif-ifd-ffffffff.jpg", exifJPEG(ifdOffset: 0xFFFF_FFFF), "image/jpeg", decoded: nil, stored: nil)
+        add("exif-ifd-fffffffe.jpg", exifJPEG(ifdOffset: 0xFFFF_FFFE), "image/jpeg", resized: nil, notResized: nil)
+        add("exif-ifd-ffffffff.jpg", exifJPEG(ifdOffset: 0xFFFF_FFFF), "image/jpeg", resized: nil, notResized: nil)
         for (width, height, subsampling) in [(3, 10, TJSAMP_420), (3, 9, TJSAMP_444), (3, 22, TJSAMP_422), (18, 16, TJSAMP_444)] {
-            add("tiny-\(width)x\(height)-\(name(subsampling)).jpg", jpeg(width: width, height: height, subsampling: subsampling), "image/jpeg", decoded: nil, stored: nil)
+            add("tiny-\(width)x\(height)-\(name(subsampling)).jpg", jpeg(width: width, height: height, subsampling: subsampling), "image/jpeg", resized: nil, notResized: nil)
         }
         // Past --max-pixels (Pillow's 178,956,970): refused before any decoder, with or without a resize.
         add("progressive-14000x14000.jpg", jpegBomb(width: 14_000, height: 14_000, subsampling: TJSAMP_420), "image/jpeg",
-            decoded: "too-many-pixels", stored: "too-many-pixels")
+            resized: "too-many-pixels", notResized: "too-many-pixels")
         // Under it, but libjpeg's coefficients would take 1.01 GB: refused by the estimate before libjpeg starts.
         add("progressive-13000x13000-444.jpg", jpegBomb(width: 13_000, height: 13_000, subsampling: TJSAMP_444), "image/jpeg",
-            decoded: "too-large-to-decode", stored: nil)
+            resized: "too-large-to-decode", notResized: nil)
         // Under both (432 MB): decoded, and refused because its data does not cover it (it came out flat grey).
         add("progressive-12000x12000.jpg", jpegBomb(width: 12_000, height: 12_000, subsampling: TJSAMP_420), "image/jpeg",
-            decoded: "malformed", stored: nil)
+            resized: "malformed", notResized: nil)
         add("cmyk-progressive-13000x13000.jpg", jpegBomb(width: 13_000, height: 13_000, subsampling: TJSAMP_444, cmyk: true), "image/jpeg",
-            decoded: "too-large-to-decode", stored: nil)
+            resized: "too-large-to-decode", notResized: nil)
         add("lossless-16383x10900.webp", losslessWebPBomb(width: 16_383, height: 10_900), "image/webp",
-            decoded: "too-large-to-decode", stored: "too-large-to-decode")
-        add("gif-screen-13000x13000.gif", gifBomb(screen: 13_000), "image/gif", decoded: nil, stored: "too-large-to-decode", grey: 255)
-        add("gif-frame-without-data.gif", gifFrameWithoutData(), "image/gif", decoded: "malformed", stored: "malformed")
+            resized: "too-large-to-decode", notResized: "too-large-to-decode")
+        add("gif-screen-13000x13000.gif", gifBomb(screen: 13_000), "image/gif", resized: nil, notResized: "too-large-to-decode", grey: 255)
+        add("gif-frame-without-data.gif", gifFrameWithoutData(), "image/gif", resized: "malformed", notResized: "malformed")
         let (png16, grey) = png16WithoutGamma(width: 64, height: 64)
-        add("png-16-bit-without-gama.png", png16, "image/png", decoded: nil, stored: nil, grey: grey)
+        add("png-16-bit-without-gama.png", png16, "image/png", resized: nil, notResized: nil, grey: grey)
         // Cut short: plainly (the validator sees the missing end), and inside (the structure verifies; the decoder fails).
         let photo = jpeg(width: 64, height: 64, subsampling: TJSAMP_420)
-        add("cut.jpg", photo.prefix(photo.count / 2), "image/jpeg", decoded: "truncated", stored: "truncated")
-        add("cut-scan.jpg", jpegWithScanCut(photo), "image/jpeg", decoded: "malformed", stored: nil)
+        add("cut.jpg", photo.prefix(photo.count / 2), "image/jpeg", resized: "truncated", notResized: "truncated")
+        add("cut-scan.jpg", jpegWithScanCut(photo), "image/jpeg", resized: "malformed", notResized: nil)
         let png = TestImages.png(width: 64, height: 64, seed: 7)
-        add("cut.png", png.prefix(png.count / 2), "image/png", decoded: "truncated", stored: "truncated")
-        add("cut-idat.png", pngWithDataCut(width: 64, height: 64), "image/png", decoded: "malformed", stored: "malformed")
+        add("cut.png", png.prefix(png.count / 2), "image/png", resized: "truncated", notResized: "truncated")
+        add("cut-idat.png", pngWithDataCut(width: 64, height: 64), "image/png", resized: "malformed", notResized: "malformed")
         let webp = lossyWebP(width: 64, height: 64)
-        add("cut.webp", webp.prefix(webp.count / 2), "image/webp", decoded: "truncated", stored: "truncated")
-        add("cut-vp8.webp", webPWithDataCut(webp), "image/webp", decoded: "malformed", stored: "malformed")
+        add("cut.webp", webp.prefix(webp.count / 2), "image/webp", resized: "truncated", notResized: "truncated")
+        add("cut-vp8.webp", webPWithDataCut(webp), "image/webp", resized: "malformed", notResized: "malformed")
         let gif = self.gif(width: 64, height: 64)
-        add("cut.gif", gif.prefix(gif.count / 2), "image/gif", decoded: "truncated", stored: "truncated")
-        add("cut-lzw.gif", gifWithDataCut(gif), "image/gif", decoded: "malformed", stored: "malformed")
+        add("cut.gif", gif.prefix(gif.count / 2), "image/gif", resized: "truncated", notResized: "truncated")
+        add("cut-lzw.gif", gifWithDataCut(gif), "image/gif", resized: "malformed", notResized: "malformed")
         return samples
     }
 
@@ -79,6 +80,20 @@ public enum HostileImages {
             ("picture.webp", lossyWebP(width: 80, height: 60), "image/webp"),
             ("picture.gif", gif(width: 40, height: 30), "image/gif"),
         ]
+    }
+
+    /// The mean of a JPEG's samples, decoded to RGB, or `nil` when it does not decode.
+    public static func meanGrey(ofJPEG data: Data) -> Double? {
+        guard let handle = tjInitDecompress() else { return nil }
+        defer { tjDestroy(handle) }
+        return data.withUnsafeBytes { bytes -> Double? in
+            let input = bytes.bindMemory(to: UInt8.self).baseAddress
+            var width: Int32 = 0, height: Int32 = 0, subsampling: Int32 = 0, colorspace: Int32 = 0
+            guard tjDecompressHeader3(handle, input, UInt(bytes.count), &width, &height, &subsampling, &colorspace) == 0 else { return nil }
+            var pixels = [UInt8](repeating: 0, count: Int(width * height * 3))
+            guard tjDecompress2(handle, input, UInt(bytes.count), &pixels, width, 0, height, Int32(TJPF_RGB.rawValue), 0) == 0 else { return nil }
+            return Double(pixels.reduce(0) { $0 + Int($1) }) / Double(max(1, pixels.count))
+        }
     }
 
     // MARK: JPEG

@@ -2,11 +2,16 @@
 // for scripts/bench. Built on MirrorTestSupport's TestServer (SwiftNIO, one event-loop thread, keep-alive).
 //
 //     mirror-bench-server DIR [--latency-ms N] [--port-file FILE]
+//     mirror-bench-server --write-hostile-images DIR
 //
 // Every regular file under DIR is read into memory once and served at its path relative to DIR, with a
 // Content-Type from its extension. Prints `PORT=<port>` on stdout when ready, then runs until SIGTERM,
 // SIGINT or end of standard input. The test server records every request; the counters are reset every
 // second so that a long benchmark does not grow the server's memory.
+//
+// --write-hostile-images writes MirrorTestSupport's crafted images (DIR/crafted) and the ordinary ones beside them
+// (DIR/ordinary), with DIR/expected.tsv (name, the reason a resize run files, the reason a run without one files; "-"
+// for saved), for scripts/hostile-images, and exits.
 import Foundation
 import MirrorTestSupport
 
@@ -25,6 +30,24 @@ while !arguments.isEmpty {
         guard let value = arguments.first.flatMap(Int.init), value >= 0 else { fail("--latency-ms needs a number of milliseconds") }
         arguments.removeFirst()
         latencyMS = value
+    case "--write-hostile-images":
+        guard let folder = arguments.first else { fail("--write-hostile-images needs a folder") }
+        let base = URL(fileURLWithPath: folder)
+        do {
+            for kind in ["crafted", "ordinary"] {
+                try FileManager.default.createDirectory(at: base.appendingPathComponent(kind), withIntermediateDirectories: true)
+            }
+            var expected = ""
+            for sample in HostileImages.samples() {
+                try sample.data.write(to: base.appendingPathComponent("crafted/\(sample.name)"))
+                expected += "\(sample.name)\t\(sample.whenResized ?? "-")\t\(sample.whenNotResized ?? "-")\n"
+            }
+            for file in HostileImages.ordinary() { try file.data.write(to: base.appendingPathComponent("ordinary/\(file.name)")) }
+            try expected.write(to: base.appendingPathComponent("expected.tsv"), atomically: true, encoding: .utf8)
+        } catch {
+            fail("cannot write \(folder): \(error)")
+        }
+        exit(0)
     case "-h", "--help":
         print("usage: mirror-bench-server DIR [--latency-ms N]")
         exit(0)

@@ -12,12 +12,13 @@ import MirrorTransport
 /// finds slots still written knows that the run before it died while decoding them, and moves them to
 /// `decoder-crashes` (a line each, `alone` or `shared` and the URL: `cat` shows them):
 ///
-/// - an image that was decoded **alone** (it held the whole decode budget, so nothing else was decoded beside it) is the
-///   culprit: its row is filed as failed, `decoder-crash` and permanent, and never decoded again;
+/// - an image that was decoded **alone** (no other decode was in flight from its start to the crash) is the culprit:
+///   its row is filed as failed, `decoder-crash` and permanent, and never decoded again;
 /// - images decoded **beside others** are only suspects (one of them crashed, or the run was killed from outside): each
-///   is decoded alone when it comes again, so that a poison image costs at most two runs and an innocent one is saved.
+///   is decoded alone when it comes again (it takes the whole ``DecodeBudget``), so that a poison image costs at most
+///   two runs and an innocent one is saved.
 ///
-/// The cost is two `pwrite`s per decoded image: no fsync, as a process that dies leaves its writes in the page cache
+/// The cost is two `pwrite`s per decoded image (three when another decode is in flight alone): no fsync, as a process that dies leaves its writes in the page cache
 /// (power loss is not a decoder crash, and loses only the mark). A SIGKILL from outside during a decode alone would be
 /// taken for a crash of that image; nothing tells the two apart.
 ///
@@ -57,6 +58,8 @@ public final class DecodeJournal: Sendable {
     private struct Slots {
         var free: [Int] = []
         var next = 0
+        /// The slots written now, and whether each is still the only decode since it began.
+        var active: [Int: Bool] = [:]
     }
 
     /// Opens (or creates) the journal in `directory`, moving any marks a dead run left to the list of crashes.
@@ -95,26 +98,42 @@ public final class DecodeJournal: Sendable {
         return alone ? .crashed : .decodeAlone
     }
 
-    /// Marks the image at `url` as being decoded (`alone`: with nothing else decoded beside it).
-    public func begin(_ url: URL, alone: Bool) -> Mark {
-        let slot = slots.withLock { slots -> Int in
-            if let slot = slots.free.popLast() { return slot }
-            defer { slots.next += 1 }
-            return slots.next
-        }
+    /// Marks the image at `url` as being decoded: alone when no other decode is in flight, and until another begins
+    /// (which makes every mark in flight, its own too, one decoded beside others).
+    public func begin(_ url: URL) -> Mark {
         let key = Array(Self.key(url).utf8)
-        var record = Self.magic + [alone ? 1 : 0, 0, UInt8(key.count >> 8), UInt8(key.count & 0xFF)]
-        record += key
-        // Best effort: a journal that cannot be written costs only the protection, never the image.
-        _ = record.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, off_t(slot * Self.slotSize)) }
-        return Mark(slot: slot)
+        return slots.withLock { slots -> Mark in
+            let alone = slots.active.isEmpty
+            for (slot, wasAlone) in slots.active where wasAlone {
+                slots.active[slot] = false
+                write([0], at: slot * Self.slotSize + 4)
+            }
+            let slot: Int
+            if let free = slots.free.popLast() {
+                slot = free
+            } else {
+                slot = slots.next
+                slots.next += 1
+            }
+            slots.active[slot] = alone
+            write(Self.magic + [alone ? 1 : 0, 0, UInt8(key.count >> 8), UInt8(key.count & 0xFF)] + key, at: slot * Self.slotSize)
+            return Mark(slot: slot)
+        }
     }
 
     /// Clears the mark: the decode returned.
     public func end(_ mark: Mark) {
-        let zero: [UInt8] = [0, 0, 0, 0]
-        _ = zero.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, off_t(mark.slot * Self.slotSize)) }
-        slots.withLock { $0.free.append(mark.slot) }
+        slots.withLock { slots in
+            write([0, 0, 0, 0], at: mark.slot * Self.slotSize)
+            slots.active[mark.slot] = nil
+            slots.free.append(mark.slot)
+        }
+    }
+
+    /// Best effort: a journal that cannot be written costs only the protection, never the image. (Under the slots'
+    /// lock: a `pwrite` to the page cache takes about a microsecond.)
+    private func write(_ bytes: [UInt8], at offset: Int) {
+        _ = bytes.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, off_t(offset)) }
     }
 
     /// How an image is named in the journal: its normalised URL, or (past what a slot holds, or holding a line break)

@@ -83,53 +83,71 @@ struct DecodeGuardTests {
     private func url(_ index: Int) -> URL { URL(string: "http://h.test/\(index).jpg")! }
 
     @Test func marksLeftByARunThatDiedNameTheImagesToTheNext() throws {
-        // Given a run that marked three images as being decoded (one of them alone) and cleared one, then died
+        // Given a run that decoded image 1, then 2 and 3 beside it, finished 2, and died
         do {
             let journal = try DecodeJournal(directory: folder.url)
-            _ = journal.begin(url(1), alone: false)
-            let cleared = journal.begin(url(2), alone: false)
-            _ = journal.begin(url(3), alone: true)
-            journal.end(cleared)
+            _ = journal.begin(url(1))
+            let finished = journal.begin(url(2))
+            _ = journal.begin(url(3))
+            journal.end(finished)
         }
 
         // When the next run opens the journal
         let journal = try DecodeJournal(directory: folder.url)
 
-        // Then the one decoded alone is not decoded again, the one decoded beside others is decoded alone, and the
-        // one that finished is decoded as usual; the crashes are in a file a person can read
+        // Then the two left are suspects, decoded alone when they come again, and the one that finished is decoded as
+        // usual; the crashes are in a file a person can read
         #expect(journal.foundOnOpen == 2)
-        #expect(journal.verdict(for: url(3)) == .crashed)
         #expect(journal.verdict(for: url(1)) == .decodeAlone)
+        #expect(journal.verdict(for: url(3)) == .decodeAlone)
         #expect(journal.verdict(for: url(2)) == .decode)
-        #expect(journal.verdict(for: URL(string: "http://H.TEST:80/3.jpg")!) == .crashed)  // by normalised URL
-        let crashes = try String(contentsOf: journal.crashesURL, encoding: .utf8)
-        #expect(crashes == "shared\thttp://h.test/1.jpg\nalone\thttp://h.test/3.jpg\n")
+        #expect(try String(contentsOf: journal.crashesURL, encoding: .utf8) == "shared\thttp://h.test/1.jpg\nshared\thttp://h.test/3.jpg\n")
+    }
 
-        // And a third run still knows them, with nothing left in the slots
+    @Test func anImageDecodedAloneWhenARunDiedIsNeverDecodedAgain() throws {
+        // Given a run that decoded image 1 and finished it, then died decoding image 2 with nothing beside it
+        do {
+            let journal = try DecodeJournal(directory: folder.url)
+            journal.end(journal.begin(url(1)))
+            _ = journal.begin(url(2))
+        }
+
+        // When the next runs open the journal
+        let journal = try DecodeJournal(directory: folder.url)
         let third = try DecodeJournal(directory: folder.url)
-        #expect(third.foundOnOpen == 0 && third.verdict(for: url(3)) == .crashed && third.verdict(for: url(1)) == .decodeAlone)
+
+        // Then image 2 is not decoded again, by its normalised URL, in every later run
+        #expect(journal.foundOnOpen == 1 && third.foundOnOpen == 0)
+        #expect(journal.verdict(for: url(2)) == .crashed && third.verdict(for: url(2)) == .crashed)
+        #expect(journal.verdict(for: URL(string: "http://H.TEST:80/2.jpg")!) == .crashed)
+        #expect(journal.verdict(for: url(1)) == .decode)
     }
 
     @Test func aSuspectThatCrashesAgainAloneIsTheCulprit() throws {
-        // Given an image suspected once (decoded beside others when a run died)
-        do { _ = try DecodeJournal(directory: folder.url).begin(url(7), alone: false) }
+        // Given an image suspected once (decoded beside another when a run died)
+        do {
+            let journal = try DecodeJournal(directory: folder.url)
+            _ = journal.begin(url(6))
+            _ = journal.begin(url(7))
+        }
         do {
             let journal = try DecodeJournal(directory: folder.url)
             #expect(journal.verdict(for: url(7)) == .decodeAlone)
             // When the next run decodes it alone and dies again
-            _ = journal.begin(url(7), alone: true)
+            _ = journal.begin(url(7))
         }
 
-        // Then the run after that does not decode it
-        #expect(try DecodeJournal(directory: folder.url).verdict(for: url(7)) == .crashed)
+        // Then the run after that does not decode it (and its companion, which never crashed alone, is decoded alone)
+        let journal = try DecodeJournal(directory: folder.url)
+        #expect(journal.verdict(for: url(7)) == .crashed && journal.verdict(for: url(6)) == .decodeAlone)
     }
 
     @Test func slotsAreReusedAndALongURLIsNamedByItsHash() throws {
         // Given a journal, When many decodes begin and end one after another
         let journal = try DecodeJournal(directory: folder.url)
-        for index in 0..<100 { journal.end(journal.begin(url(index), alone: false)) }
+        for index in 0..<100 { journal.end(journal.begin(url(index))) }
         let long = URL(string: "http://h.test/" + String(repeating: "a", count: 5_000) + ".jpg")!
-        _ = journal.begin(long, alone: true)
+        _ = journal.begin(long)
 
         // Then the file holds one slot (reused), and the long URL is found again by its hash after a crash
         #expect(try FileManager.default.attributesOfItem(atPath: journal.decodingURL.path)[.size] as? Int ?? 0 <= 4_096 * 2)
@@ -140,7 +158,7 @@ struct DecodeGuardTests {
 
     @Test func aTransformNeverDecodesAnImageADecoderCrashedOn() throws {
         // Given a journal that says a decoder crashed on an image decoded alone
-        do { _ = try DecodeJournal(directory: folder.url).begin(URL(string: "http://h.test/a")!, alone: true) }
+        do { _ = try DecodeJournal(directory: folder.url).begin(URL(string: "http://h.test/a")!) }
         let journal = try DecodeJournal(directory: folder.url)
         let image = try folder.verifiedImage(HostileImages.jpeg(width: 32, height: 32, subsampling: TJSAMP_420))
 

@@ -63,7 +63,7 @@ struct HostileCodecsTests {
         for transform in [ImageTransform(fit: .centerCrop, size: 224, encoding: .jpeg), ImageTransform(fit: .keepRatio, size: 256, encoding: .jpeg)] {
             // Given a crafted file the validator lets through (those it refuses never reach a decoder)
             guard (try? ImageValidator().validate(sample.data)) != nil else {
-                #expect(["truncated", "too-many-pixels", "malformed"].contains(sample.whenDecoded ?? ""), "\(name) does not verify")
+                #expect(["truncated", "too-many-pixels", "malformed"].contains(sample.whenResized ?? ""), "\(name) does not verify")
                 continue
             }
 
@@ -73,9 +73,9 @@ struct HostileCodecsTests {
             // Then it fails for the reason expected, or is saved in the box
             switch result {
             case let .failure(failure):
-                #expect(failure.reasonKey == sample.whenDecoded, "\(name) \(transform.fit): \(failure)")
+                #expect(failure.reasonKey == sample.whenResized, "\(name) \(transform.fit): \(failure)")
             case let .success((image, bytes)):
-                #expect(sample.whenDecoded == nil, "\(name) \(transform.fit) was saved, expected \(sample.whenDecoded ?? "")")
+                #expect(sample.whenResized == nil, "\(name) \(transform.fit) was saved, expected \(sample.whenResized ?? "")")
                 #expect(max(image.info.width, image.info.height) == transform.size, "\(name): \(image.info.width)x\(image.info.height)")
                 if let grey = sample.meanGrey, let pixels = TestPixels.decodeJPEG(bytes) {
                     let mean = Double(pixels.data.reduce(0) { $0 + Int($1) }) / Double(pixels.data.count)

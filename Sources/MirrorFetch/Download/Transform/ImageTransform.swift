@@ -152,7 +152,7 @@ public struct ImageTransform: Sendable, Hashable {
             let needed = try estimate(input, format: image.info.format)
             let alone = verdict == .decodeAlone
             let taken = budget?.take(alone ? Int.max : needed)
-            let mark = journal?.begin(image.url, alone: alone)
+            let mark = journal?.begin(image.url)
             defer {
                 if let mark { journal?.end(mark) }
                 if let taken { budget?.give(taken) }

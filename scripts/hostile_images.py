@@ -1,0 +1,140 @@
+"""scripts/hostile-images' worker: see that script for what it measures."""
+import argparse
+import json
+import os
+import signal
+import subprocess
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+from PIL import Image
+
+MODES = {
+    "center-crop": ["--resize", "center-crop", "--size", "224"],
+    "keep-ratio": ["--resize", "keep-ratio", "--size", "256"],
+    "none": [],
+}
+
+
+def run(mirror, table, out, options, timeout=600):
+    """Runs mirror once; returns (how it ended, peak RSS in MB, seconds)."""
+    started = time.monotonic()
+    process = subprocess.Popen([mirror, "urls", str(table), "--out", str(out), "--format", "webdataset", "--quiet"] + options,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, "SWIFT_BACKTRACE": "enable=no"})
+    deadline = started + timeout
+    while True:
+        pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.monotonic() > deadline:
+            process.kill()
+            pid, status, usage = os.wait4(process.pid, 0)
+            return "hung (killed)", usage.ru_maxrss // 1024, time.monotonic() - started
+        time.sleep(0.01)
+    process.returncode = 0  # reaped here
+    if os.WIFSIGNALED(status):
+        ended = f"signal {os.WTERMSIG(status)} ({signal.Signals(os.WTERMSIG(status)).name})"
+    else:
+        ended = f"exit {os.WEXITSTATUS(status)}"
+    return ended, usage.ru_maxrss // 1024, time.monotonic() - started
+
+
+def records(out):
+    found = {}
+    for path in sorted(Path(out).glob("[0-9]*.jsonl")):
+        for line in path.read_text().splitlines():
+            record = json.loads(line)
+            found[record["url"]] = record
+    return found
+
+
+def pillow_mean(source):
+    """The mean of the picture as Pillow shows it (RGB), or why Pillow will not show it."""
+    try:
+        with Image.open(source) as image:
+            image = image.convert("RGB")
+            pixels = image.resize((64, 64)).getdata() if image.width * image.height > 4096 else image.getdata()
+            values = [value for pixel in pixels for value in pixel]
+            return f"{sum(values) / len(values):.0f}"
+    except Exception as error:  # noqa: BLE001 — Pillow's refusals are what is reported
+        return f"refuses: {type(error).__name__}"
+
+
+def outcome(record, out):
+    if record is None:
+        return "no record", None
+    if record["status"] != "success":
+        return f"{record['status']} {record.get('reason') or ''}".strip(), None
+    with tarfile.open(next(Path(out).glob("[0-9]*.tar"))) as tar:
+        for member in tar.getmembers():
+            if member.name.startswith(record["key"] + ".") and not member.name.endswith((".json", ".txt")):
+                data = tar.extractfile(member).read()
+                path = Path(out) / ("saved-" + member.name)
+                path.write_bytes(data)
+                with Image.open(path) as image:
+                    return f"saved {image.width}×{image.height}", pillow_mean(path)
+    return "saved", None
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--server", required=True)
+    parser.add_argument("--mirror", action="append", required=True)
+    parser.add_argument("--modes", default="center-crop,keep-ratio,none")
+    arguments = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="mirror-hostile-"))
+    subprocess.run([arguments.server, "--write-hostile-images", str(work / "files")], check=True)
+    server = subprocess.Popen([arguments.server, str(work / "files")], stdout=subprocess.PIPE, stdin=subprocess.PIPE, text=True)
+    port = None
+    for line in server.stdout:
+        if line.startswith("PORT="):
+            port = int(line.strip().split("=")[1])
+            break
+    base = f"http://127.0.0.1:{port}"
+    crafted = sorted((work / "files/crafted").iterdir(), key=lambda path: path.name)
+    expected = {line.split("\t")[0]: line.split("\t")[1:] for line in (work / "files/expected.tsv").read_text().splitlines()}
+    ordinary = sorted((work / "files/ordinary").iterdir())
+    modes = arguments.modes.split(",")
+    try:
+        print("| file | mode | binary | ended | peak RSS | crafted row | Pillow's mean of the file / of what was saved |")
+        print("|---|---|---|---|---:|---|---|")
+        for file in [path for path in crafted]:
+            for mode in modes:
+                for index, mirror in enumerate(arguments.mirror):
+                    out = work / f"out-{file.name}-{mode}-{index}"
+                    table = work / "table.txt"
+                    table.write_text(f"{base}/ordinary/photo.jpg\n{base}/crafted/{file.name}\n")
+                    ended, peak, _ = run(mirror, table, out, MODES[mode])
+                    row, saved_mean = outcome(records(out).get(f"{base}/crafted/{file.name}"), out)
+                    means = f"{pillow_mean(file)} / {saved_mean}" if saved_mean else ""
+                    label = Path(mirror).parent.parent.name if len(arguments.mirror) > 1 else ""
+                    print(f"| {file.name} | {mode} | {label or index} | {ended} | {peak} MB | {row} | {means} |", flush=True)
+        print()
+        print("| all at once (22 crafted, 6 ordinary) | mode | binary | ended | peak RSS | ordinary saved | crafted rows as expected |")
+        print("|---|---|---|---|---:|---|---|")
+        for mode in modes:
+            for index, mirror in enumerate(arguments.mirror):
+                out = work / f"out-all-{mode}-{index}"
+                table = work / "all.txt"
+                table.write_text("".join(f"{base}/ordinary/{path.name}\n" for path in ordinary)
+                                 + "".join(f"{base}/crafted/{path.name}\n" for path in crafted))
+                ended, peak, seconds = run(mirror, table, out, MODES[mode])
+                found = records(out)
+                saved = sum(1 for path in ordinary if (found.get(f"{base}/ordinary/{path.name}") or {}).get("status") == "success")
+                column = 0 if mode != "none" else 1
+                matching = 0
+                for path in crafted:
+                    record = found.get(f"{base}/crafted/{path.name}") or {}
+                    want = expected[path.name][column]
+                    got = "-" if record.get("status") == "success" else record.get("reason")
+                    matching += got == want
+                label = Path(mirror).parent.parent.name if len(arguments.mirror) > 1 else ""
+                print(f"| all | {mode} | {label or index} | {ended} ({seconds:.1f} s) | {peak} MB | {saved}/{len(ordinary)} | {matching}/{len(crafted)} |", flush=True)
+    finally:
+        server.terminate()
+
+
+if __name__ == "__main__":
+    main()
