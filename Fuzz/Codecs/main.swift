@@ -1,42 +1,70 @@
-// libFuzzer harness for the resize path on the codecs (CCodecs' `mirror_codecs_transform`): TurboJPEG, libpng,
-// libwebp and giflib reading hostile bytes, and the C between them (DCT scale, EXIF orientation, YCbCr planes, GIF
-// frames on the screen, the fit's geometry, stb's resample, the encoders).
+// libFuzzer harness for the resize path (the CCodecs target): TurboJPEG, libpng, libwebp, giflib and libvips reading
+// hostile bytes, and the C between them (the header walks and memory estimates, EXIF orientation, DCT scales, the
+// planes path, GIF frames on the screen, the fit's geometry, stb's resample, the encoders).
 //
-// Not part of Package.swift: `scripts/fuzz` compiles it with `-sanitize=fuzzer,address -parse-as-library`; the shim's
-// `static inline` functions are compiled into this harness, so they are instrumented (the Debian libraries are not).
-// Input: [fit and output format] [size] then the body; the body's format is sniffed as a download's would be.
+// Not part of Package.swift: `scripts/fuzz` builds CCodecs with `-fsanitize=fuzzer-no-link,address` and compiles this
+// with `-sanitize=fuzzer,address -parse-as-library` (the Debian libraries are not instrumented; their allocations
+// still count against libFuzzer's malloc and RSS limits).
 //
-// Invariants checked besides "no trap, no memory error": a success has an output of positive size and dimensions
-// within the fit's box, and a failure says why.
+// Input: [flags] [size, 2 bytes] then the body. Flags: bits 0-1 the fit (keep-ratio, centre-crop, pad, none), bits 2-3
+// the output (JPEG, PNG, WebP; 3 keeps the served format), bit 4 only-if-bigger, bit 5 skips the validator (production
+// decodes only what verifies; the decoders are fuzzed past it too). Size: 1-512, so enlarging is reached.
+//
+// Invariants checked besides "no trap, no memory error, no allocation past the memory limit": a success has an output
+// of positive size within the fit's box, and a failure says why. The memory limit (192 MB) is below libFuzzer's
+// -malloc_limit_mb and -rss_limit_mb (512), so a decoder that allocated past what the estimate admitted is reported.
 import CCodecs
 import Foundation
 import MirrorImages
 
+let memoryLimit = 192 << 20
+
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzCodecs(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
-    guard count > 2, let start else { return 0 }
+    guard count > 3, let start else { return 0 }
     let bytes = start.assumingMemoryBound(to: UInt8.self)
-    let fit = Int32(bytes[0] & 3)  // keep-ratio, center-crop, pad, none
-    let output = Int32((bytes[0] >> 2) % 3)  // JPEG, PNG, WebP
-    let onlyIfBigger: Int32 = bytes[0] & 0x20 != 0 ? 1 : 0
-    let size = Int32(bytes[1] % 96) + 1
-    let body = UnsafeRawBufferPointer(start: bytes + 2, count: count - 2)
-    let codes: [ImageFormat: Int32] = [.jpeg: 0, .png: 1, .webp: 2, .gif: 3]
-    guard let format = ImageValidator.sniff(Data(body.prefix(64))), let input = codes[format] else { return 0 }
-    var result: UnsafeMutablePointer<UInt8>?
-    var length = 0
-    var width: Int32 = 0, height: Int32 = 0
-    var error = [CChar](repeating: 0, count: 512)
-    let status = mirror_codecs_transform(
-        body.bindMemory(to: UInt8.self).baseAddress, body.count, input, fit, size, onlyIfBigger, output, 90,
-        &result, &length, &width, &height, &error, error.count
+    let fit = Int32(bytes[0] & 3)
+    let onlyIfBigger: Int32 = bytes[0] & 0x10 != 0 ? 1 : 0
+    let skipsValidator = bytes[0] & 0x20 != 0
+    let size = Int32((Int(bytes[1]) << 8 | Int(bytes[2])) % 512) + 1
+    let body = UnsafeRawBufferPointer(start: bytes + 3, count: count - 3)
+    let format: ImageFormat
+    if skipsValidator {
+        guard let sniffed = ImageValidator.sniff(Data(body.prefix(64))) else { return 0 }
+        format = sniffed
+    } else {
+        guard let info = try? ImageValidator().validate(bytes: body) else { return 0 }
+        format = info.format
+    }
+    let codes: [ImageFormat: mirror_codecs_format] = [
+        .jpeg: MIRROR_CODECS_JPEG, .png: MIRROR_CODECS_PNG, .webp: MIRROR_CODECS_WEBP, .gif: MIRROR_CODECS_GIF,
+        .bmp: MIRROR_CODECS_BMP, .tiff: MIRROR_CODECS_TIFF, .heif: MIRROR_CODECS_HEIF, .avif: MIRROR_CODECS_AVIF,
+    ]
+    guard let input = codes[format] else { return 0 }
+    let outputs = [MIRROR_CODECS_JPEG, MIRROR_CODECS_PNG, MIRROR_CODECS_WEBP]
+    let selector = Int(bytes[0] >> 2 & 3)
+    let output = selector < 3 ? outputs[selector] : (format == .gif || format == .bmp ? MIRROR_CODECS_PNG : input)
+    var request = mirror_codecs_request(
+        input_format: Int32(input.rawValue), fit: fit, size: size, only_if_bigger: onlyIfBigger,
+        output_format: Int32(output.rawValue), quality: 80, memory_limit: memoryLimit
     )
-    if status == 0 {
-        precondition(result != nil && length > 0 && width > 0 && height > 0, "a success with no image")
-        if fit != 3 && onlyIfBigger == 0 { precondition(min(width, height) <= size, "\(width)x\(height) outside \(size)") }
-        mirror_codecs_free(result)
-    } else if status == -1 {
-        precondition(error[0] != 0, "a failure without a reason")
+    var estimate = 0
+    var message = [CChar](repeating: 0, count: 256)
+    let estimated = mirror_codecs_estimate(body.bindMemory(to: UInt8.self).baseAddress, body.count, &request, &estimate, &message, message.count)
+    var result = mirror_codecs_output()
+    let status = mirror_codecs_transform(body.bindMemory(to: UInt8.self).baseAddress, body.count, &request, &result)
+    if estimated == Int32(MIRROR_CODECS_OK.rawValue) {
+        precondition(estimate > 0 && estimate <= memoryLimit, "an estimate of \(estimate) bytes passed the limit")
+    }
+    if status == Int32(MIRROR_CODECS_OK.rawValue) {
+        precondition(result.data != nil && result.length > 0 && result.width > 0 && result.height > 0, "a success with no image")
+        if fit != Int32(MIRROR_CODECS_NONE.rawValue) && onlyIfBigger == 0 {
+            precondition(min(result.width, result.height) <= size, "\(result.width)x\(result.height) outside \(size)")
+        }
+        mirror_codecs_free(result.data)
+    } else {
+        precondition(result.data == nil, "a failure with an image")
+        precondition(result.message.0 != 0, "a failure without a reason")
     }
     return 0
 }

@@ -12,12 +12,12 @@ struct HostileInputTests {
         let data = try Sample.named("gray.png").data()
         let forged = data.replacing(at: 16, with: [0x00, 0x01, 0x86, 0xA0, 0x00, 0x01, 0x86, 0xA0])
 
-        // When it is validated with the default 200-megapixel limit
+        // When it is validated with the default limit (Pillow's, 178,956,970 pixels)
         let result = rejection(of: forged)
 
         // Then it is refused for its pixel count before anything else is read
-        #expect(result == .tooManyPixels(width: 100_000, height: 100_000, limit: 200_000_000))
-        #expect(result?.description == "too many pixels: 100000x100000 exceeds the limit of 200000000")
+        #expect(result == .tooManyPixels(width: 100_000, height: 100_000, limit: 178_956_970))
+        #expect(result?.description == "too many pixels: 100000x100000 exceeds the limit of 178956970")
     }
 
     @Test("the pixel limit is configurable and inclusive")
@@ -34,7 +34,7 @@ struct HostileInputTests {
         // Then only the smaller limit refuses it
         #expect(tight == .tooManyPixels(width: 37, height: 23, limit: 850))
         #expect(exact.width * exact.height == 851)
-        #expect(ImageValidator().pixelLimit == 200_000_000)
+        #expect(ImageValidator().pixelLimit == 178_956_970)  // the most Pillow opens without refusing
     }
 
     @Test("a WebP VP8X canvas of 16777216x16777216 does not overflow")
@@ -47,7 +47,7 @@ struct HostileInputTests {
         let result = rejection(of: forged)
 
         // Then the product is compared without trapping
-        #expect(result == .tooManyPixels(width: 16_777_216, height: 16_777_216, limit: 200_000_000))
+        #expect(result == .tooManyPixels(width: 16_777_216, height: 16_777_216, limit: 178_956_970))
     }
 
     // MARK: - Zero and invalid dimensions
