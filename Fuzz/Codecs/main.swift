@@ -11,13 +11,13 @@
 // decodes only what verifies; the decoders are fuzzed past it too). Size: 1-512, so enlarging is reached.
 //
 // Invariants checked besides "no trap, no memory error, no allocation past the memory limit": a success has an output
-// of positive size within the fit's box, and a failure says why. The memory limit (192 MB) is below libFuzzer's
+// of positive size within the fit's box, and a failure says why. The memory limit (160 MB) is below libFuzzer's
 // -malloc_limit_mb and -rss_limit_mb (512), so a decoder that allocated past what the estimate admitted is reported.
 import CCodecs
 import Foundation
 import MirrorImages
 
-let memoryLimit = 192 << 20
+let memoryLimit = 160 << 20
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzCodecs(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
