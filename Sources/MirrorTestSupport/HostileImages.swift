@@ -82,18 +82,24 @@ public enum HostileImages {
         ]
     }
 
-    /// The mean of a JPEG's samples, decoded to RGB, or `nil` when it does not decode.
-    public static func meanGrey(ofJPEG data: Data) -> Double? {
+    /// A JPEG decoded to RGB by TurboJPEG (width, height, 3 bytes a pixel), or `nil` when it does not decode.
+    public static func decodeJPEG(_ data: Data) -> (width: Int, height: Int, rgb: [UInt8])? {
         guard let handle = tjInitDecompress() else { return nil }
         defer { tjDestroy(handle) }
-        return data.withUnsafeBytes { bytes -> Double? in
+        return data.withUnsafeBytes { bytes -> (width: Int, height: Int, rgb: [UInt8])? in
             let input = bytes.bindMemory(to: UInt8.self).baseAddress
             var width: Int32 = 0, height: Int32 = 0, subsampling: Int32 = 0, colorspace: Int32 = 0
             guard tjDecompressHeader3(handle, input, UInt(bytes.count), &width, &height, &subsampling, &colorspace) == 0 else { return nil }
             var pixels = [UInt8](repeating: 0, count: Int(width * height * 3))
             guard tjDecompress2(handle, input, UInt(bytes.count), &pixels, width, 0, height, Int32(TJPF_RGB.rawValue), 0) == 0 else { return nil }
-            return Double(pixels.reduce(0) { $0 + Int($1) }) / Double(max(1, pixels.count))
+            return (Int(width), Int(height), pixels)
         }
+    }
+
+    /// The mean of a JPEG's samples, decoded to RGB, or `nil` when it does not decode.
+    public static func meanGrey(ofJPEG data: Data) -> Double? {
+        guard let pixels = decodeJPEG(data)?.rgb else { return nil }
+        return Double(pixels.reduce(0) { $0 + Int($1) }) / Double(max(1, pixels.count))
     }
 
     // MARK: JPEG

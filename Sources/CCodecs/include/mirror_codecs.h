@@ -72,6 +72,19 @@ int mirror_codecs_transform(const unsigned char *input, size_t length, const str
 
 void mirror_codecs_free(void *data);
 
+// MARK: Crash attribution
+
+/// Arms the calling thread's crash mark: if this thread dies of SIGSEGV, SIGBUS, SIGFPE, SIGILL or SIGABRT before it
+/// disarms it, `byte` is written at `offset` of the open file `descriptor` first (one pwrite), and the signal then
+/// goes on to the handler that was installed before (the process dies as it would have). The handlers are installed
+/// the first time a mark is armed.
+void mirror_codecs_arm_crash_mark(int descriptor, long long offset, unsigned char byte);
+/// Disarms the calling thread's crash mark.
+void mirror_codecs_disarm_crash_mark(void);
+/// Faults (SIGSEGV) on the calling thread, as a decoder reading past its buffer would: the hook behind
+/// MIRROR_TEST_CRASH_DECODING, for the test that kills mirror inside a decode.
+void mirror_codecs_crash_for_tests(void);
+
 // MARK: For tests
 
 /// The EXIF orientation (1-8) of a JPEG, from its APP1 segment; 1 when it has none or it cannot be read.

@@ -8,19 +8,21 @@ import MirrorTransport
 /// Every byte from the web is hostile and the decoders are C (TurboJPEG, libpng, libwebp, giflib, libvips and its
 /// dozens of libraries): whatever is checked first, a crafted image may still crash the process, and then every rerun
 /// of the job would download it again and crash again. So before an image is decoded, its URL is written to a slot of
-/// `decoding` in the state folder, and the slot is cleared when the decode returns. A run that opens the journal and
-/// finds slots still written knows that the run before it died while decoding them, and moves them to
-/// `decoder-crashes` (a line each, `alone` or `shared` and the URL: `cat` shows them):
+/// `decoding` in the state folder, and the slot is cleared when the decode returns. The decoding thread arms a crash
+/// mark on its slot (`mirror_codecs_arm_crash_mark`): if it dies of a fault or an abort inside the decode, its slot is
+/// flagged as the culprit's on the way down. A run that opens the journal and finds slots still written knows that
+/// the run before it died while decoding them, and moves them to `decoder-crashes` (a line each: `culprit`, `alone` or
+/// `shared`, and the URL; `cat` shows them):
 ///
-/// - an image that was decoded **alone** (no other decode was in flight from its start to the crash) is the culprit:
-///   its row is filed as failed, `decoder-crash` and permanent, and never decoded again;
-/// - images decoded **beside others** are only suspects (one of them crashed, or the run was killed from outside): each
-///   is decoded alone when it comes again (it takes the whole ``DecodeBudget``), so that a poison image costs at most
-///   two runs and an innocent one is saved.
+/// - **the culprit** (its own thread crashed inside the decode) is filed as failed, `decoder-crash` and permanent, and
+///   never decoded again: one crash, one lost run;
+/// - an image decoded **alone** (no other decode in flight from its start to the death) or **beside others**, with no
+///   culprit named (the process was killed from outside — SIGKILL, the OOM killer, a preempted job — or died where no
+///   handler could run, as in a stack overflow), is a suspect: it is decoded alone when it comes again (taking the
+///   whole ``DecodeBudget``), and saved if nothing happens; one that was alone at two deaths is taken as the cause.
 ///
-/// The cost is two `pwrite`s per decoded image (three when another decode is in flight alone): no fsync, as a process that dies leaves its writes in the page cache
-/// (power loss is not a decoder crash, and loses only the mark). A SIGKILL from outside during a decode alone would be
-/// taken for a crash of that image; nothing tells the two apart.
+/// The cost is two `pwrite`s per decoded image (three when another decode is in flight alone): no fsync, as a process
+/// that dies leaves its writes in the page cache (power loss is not a decoder crash, and loses only the mark).
 ///
 /// Thread safety: every method may be called from any thread; slots are taken under a lock and written with `pwrite`
 /// at their own offsets.
@@ -29,9 +31,10 @@ public final class DecodeJournal: Sendable {
     public enum Verdict: Sendable, Equatable {
         /// Decode it as usual.
         case decode
-        /// A run died while it was being decoded beside others: decode it with nothing else at the same time.
+        /// A run died while it was being decoded, with no decoder named the cause: decode it with nothing else at the
+        /// same time.
         case decodeAlone
-        /// A run died while it was being decoded alone: do not decode it.
+        /// A decoder crashed on it (or a run died twice while it was being decoded alone): do not decode it.
         case crashed
     }
 
@@ -51,8 +54,27 @@ public final class DecodeJournal: Sendable {
     private static let magic: [UInt8] = Array("MDEC".utf8)
 
     private let descriptor: Int32
-    /// The URLs a run died decoding: `true` when it was decoded alone.
-    private let crashes: [String: Bool]
+    /// The URLs runs died decoding, and how.
+    private let crashes: [String: Deaths]
+
+    /// How the runs that died while an image was being decoded had it.
+    private struct Deaths {
+        var asCulprit = 0, alone = 0, beside = 0
+    }
+
+    /// How a slot's image was decoded: beside others, alone, or the thread that crashed (the crash handler writes the
+    /// culprit byte, the one after the flag, so that a decode beginning elsewhere while the process is dying cannot
+    /// overwrite it).
+    private enum Flag: UInt8 {
+        case beside = 0, alone = 1, culprit = 2
+        var word: String {
+            switch self {
+            case .beside: "shared"
+            case .alone: "alone"
+            case .culprit: "culprit"
+            }
+        }
+    }
     private let slots = Locked<Slots>(Slots())
 
     private struct Slots {
@@ -72,7 +94,7 @@ public final class DecodeJournal: Sendable {
         do throws(FileError) {
             let leftovers = try Self.readMarks(descriptor, path: decodingURL.path)
             if !leftovers.isEmpty {
-                let lines = leftovers.map { "\($0.alone ? "alone" : "shared")\t\($0.key)\n" }.joined()
+                let lines = leftovers.map { "\($0.flag.word)\t\($0.key)\n" }.joined()
                 try Self.append(Data(lines.utf8), to: crashesURL)
                 guard ftruncate(descriptor, 0) == 0 else { throw FileError(operation: "write", path: decodingURL.path, code: errno) }
             }
@@ -94,8 +116,13 @@ public final class DecodeJournal: Sendable {
 
     /// What to do with the image at `url`.
     public func verdict(for url: URL) -> Verdict {
-        guard !crashes.isEmpty, let alone = crashes[Self.key(url)] else { return .decode }
-        return alone ? .crashed : .decodeAlone
+        guard !crashes.isEmpty, let deaths = crashes[Self.key(url)] else { return .decode }
+        return deaths.asCulprit > 0 || deaths.alone >= 2 ? .crashed : .decodeAlone
+    }
+
+    /// Where the crash handler writes a mark's culprit flag, and the byte it writes (`mirror_codecs_arm_crash_mark`).
+    package func culpritFlag(of mark: Mark) -> (descriptor: Int32, offset: Int, byte: UInt8) {
+        (descriptor, mark.slot * Self.slotSize + 5, 1)
     }
 
     /// Marks the image at `url` as being decoded: alone when no other decode is in flight, and until another begins
@@ -106,7 +133,7 @@ public final class DecodeJournal: Sendable {
             let alone = slots.active.isEmpty
             for (slot, wasAlone) in slots.active where wasAlone {
                 slots.active[slot] = false
-                write([0], at: slot * Self.slotSize + 4)
+                write([Flag.beside.rawValue], at: slot * Self.slotSize + 4)
             }
             let slot: Int
             if let free = slots.free.popLast() {
@@ -116,7 +143,8 @@ public final class DecodeJournal: Sendable {
                 slots.next += 1
             }
             slots.active[slot] = alone
-            write(Self.magic + [alone ? 1 : 0, 0, UInt8(key.count >> 8), UInt8(key.count & 0xFF)] + key, at: slot * Self.slotSize)
+            let flag = alone ? Flag.alone : Flag.beside
+            write(Self.magic + [flag.rawValue, 0, UInt8(key.count >> 8), UInt8(key.count & 0xFF)] + key, at: slot * Self.slotSize)
             return Mark(slot: slot)
         }
     }
@@ -147,14 +175,14 @@ public final class DecodeJournal: Sendable {
     }
 
     /// The marks in the file of slots: those whose magic is still written.
-    private static func readMarks(_ descriptor: Int32, path: String) throws(FileError) -> [(key: String, alone: Bool)] {
+    private static func readMarks(_ descriptor: Int32, path: String) throws(FileError) -> [(key: String, flag: Flag)] {
         var status = stat()
         guard fstat(descriptor, &status) == 0 else { throw FileError(operation: "read", path: path, code: errno) }
         guard status.st_size > 0 else { return [] }
         var bytes = [UInt8](repeating: 0, count: Int(status.st_size))
         let read = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
         guard read >= 0 else { throw FileError(operation: "read", path: path, code: errno) }
-        var marks: [(key: String, alone: Bool)] = []
+        var marks: [(key: String, flag: Flag)] = []
         var offset = 0
         while offset + headerSize <= read {
             defer { offset += slotSize }
@@ -162,20 +190,23 @@ public final class DecodeJournal: Sendable {
             let length = Int(bytes[offset + 6]) << 8 | Int(bytes[offset + 7])
             guard offset + headerSize + length <= read else { continue }
             let key = String(decoding: bytes[offset + headerSize..<offset + headerSize + length], as: UTF8.self)
-            marks.append((key, bytes[offset + 4] == 1))
+            marks.append((key, bytes[offset + 5] == 1 ? .culprit : Flag(rawValue: bytes[offset + 4]) ?? .beside))
         }
         return marks
     }
 
-    /// The crashes recorded so far: URL → whether it was decoded alone (once alone, always).
-    private static func readCrashes(_ url: URL) -> [String: Bool] {
+    /// The deaths recorded so far, by URL.
+    private static func readCrashes(_ url: URL) -> [String: Deaths] {
         guard let text = try? String(contentsOf: url, encoding: .utf8) else { return [:] }
-        var crashes: [String: Bool] = [:]
+        var crashes: [String: Deaths] = [:]
         for line in text.split(separator: "\n") {
             let parts = line.split(separator: "\t", maxSplits: 1)
             guard parts.count == 2 else { continue }
-            let key = String(parts[1])
-            crashes[key] = (crashes[key] ?? false) || parts[0] == "alone"
+            switch parts[0] {
+            case "culprit": crashes[String(parts[1]), default: Deaths()].asCulprit += 1
+            case "alone": crashes[String(parts[1]), default: Deaths()].alone += 1
+            default: crashes[String(parts[1]), default: Deaths()].beside += 1
+            }
         }
         return crashes
     }

@@ -1,6 +1,7 @@
 import CImageLibraries
 import Foundation
 import MirrorImages
+import MirrorTestSupport
 
 /// Pixels in and out of the codecs, for checking what a transform wrote.
 enum TestPixels {
@@ -43,16 +44,7 @@ enum TestPixels {
     }
 
     static func decodeJPEG(_ data: Data) -> Pixels? {
-        guard let handle = tjInitDecompress() else { return nil }
-        defer { tjDestroy(handle) }
-        return data.withUnsafeBytes { bytes -> Pixels? in
-            let input = bytes.bindMemory(to: UInt8.self).baseAddress
-            var width: Int32 = 0, height: Int32 = 0, subsampling: Int32 = 0, colorspace: Int32 = 0
-            guard tjDecompressHeader3(handle, input, UInt(bytes.count), &width, &height, &subsampling, &colorspace) == 0 else { return nil }
-            var pixels = [UInt8](repeating: 0, count: Int(width * height * 3))
-            guard tjDecompress2(handle, input, UInt(bytes.count), &pixels, width, 0, height, Int32(TJPF_RGB.rawValue), 0) == 0 else { return nil }
-            return Pixels(width: Int(width), height: Int(height), channels: 3, data: pixels)
-        }
+        HostileImages.decodeJPEG(data).map { Pixels(width: $0.width, height: $0.height, channels: 3, data: $0.rgb) }
     }
 
     static func decodePNG(_ data: Data) -> Pixels? {

@@ -15,6 +15,7 @@ package final class DecodeBudget: @unchecked Sendable {  // every var below is r
 
     private let condition = NSCondition()
     private var inUse = 0
+    private var highest = 0
     private var nextTicket = 0
     private var serving = 0
 
@@ -36,6 +37,7 @@ package final class DecodeBudget: @unchecked Sendable {  // every var below is r
         }
         serving += 1
         inUse += bytes
+        highest = max(highest, inUse)
         condition.broadcast()  // the next in line may fit too
         return bytes
     }
@@ -53,6 +55,13 @@ package final class DecodeBudget: @unchecked Sendable {  // every var below is r
         condition.lock()
         defer { condition.unlock() }
         return nextTicket - serving
+    }
+
+    /// The most bytes ever taken at once (for tests).
+    package var peak: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return highest
     }
 
     /// The bytes taken now (for tests).

@@ -153,8 +153,14 @@ public struct ImageTransform: Sendable, Hashable {
             let alone = verdict == .decodeAlone
             let taken = budget?.take(alone ? Int.max : needed)
             let mark = journal?.begin(image.url)
+            if let mark, let flag = journal?.culpritFlag(of: mark) {
+                mirror_codecs_arm_crash_mark(flag.descriptor, Int64(flag.offset), flag.byte)
+            }
             defer {
-                if let mark { journal?.end(mark) }
+                if let mark {
+                    mirror_codecs_disarm_crash_mark()
+                    journal?.end(mark)
+                }
                 if let taken { budget?.give(taken) }
             }
             Self.crashForTests(image.url)
@@ -185,13 +191,13 @@ public struct ImageTransform: Sendable, Hashable {
         return result
     }
 
-    /// For the test that kills mirror inside a decode (`CrashResumeTortureTests`): with `MIRROR_TEST_CRASH_DECODING`
-    /// set, a URL containing its value crashes the process (SIGSEGV) while it is marked as being decoded. Nothing
-    /// else reads the variable; unset, this is one comparison with `nil`.
+    /// For the test that kills mirror inside a decode (`PoisonImageTests`): with `MIRROR_TEST_CRASH_DECODING` set, a
+    /// URL containing its value makes the decoding thread fault (SIGSEGV, as a decoder reading past its buffer would)
+    /// while it is marked as being decoded. Nothing else reads the variable; unset, this is one comparison with `nil`.
     private static let crashTrigger = ProcessInfo.processInfo.environment["MIRROR_TEST_CRASH_DECODING"].flatMap { $0.isEmpty ? nil : $0 }
 
     private static func crashForTests(_ url: URL) {
-        if let trigger = crashTrigger, url.absoluteString.contains(trigger) { kill(getpid(), SIGSEGV) }
+        if let trigger = crashTrigger, url.absoluteString.contains(trigger) { mirror_codecs_crash_for_tests() }
     }
 
     /// Puts `data` in place of the download's temporary file and returns where it is: the same file, rewritten, when
