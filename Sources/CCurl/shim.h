@@ -5,6 +5,7 @@
 #define CCURL_SHIM_H
 
 #include <curl/curl.h>
+#include <pthread.h>
 
 // MARK: easy handle options
 
@@ -70,6 +71,33 @@ static inline CURLcode ccurl_easy_getinfo_pointer(CURL *_Nonnull handle, CURLINF
 
 static inline CURLMcode ccurl_multi_setopt_long(CURLM *_Nonnull multi, CURLMoption option, long value) {
     return curl_multi_setopt(multi, option, value);
+}
+
+// MARK: share handles
+
+// A share handle's locks: one mutex per curl_lock_data kind, in an array of CURL_LOCK_DATA_LAST the caller allocates
+// and passes as the share's user data (a header cannot hold a static array: the importer emits functions, not data).
+static inline void ccurl_share_lock(CURL *_Nullable handle, curl_lock_data data, curl_lock_access access, void *_Nullable locks) {
+    (void)handle;
+    (void)access;
+    pthread_mutex_lock((pthread_mutex_t *)locks + data);
+}
+
+static inline void ccurl_share_unlock(CURL *_Nullable handle, curl_lock_data data, void *_Nullable locks) {
+    (void)handle;
+    pthread_mutex_unlock((pthread_mutex_t *)locks + data);
+}
+
+static inline int ccurl_share_lock_count(void) { return CURL_LOCK_DATA_LAST; }
+
+/// Makes `share` share `data` between its easy handles, under the mutexes of `locks` (ccurl_share_lock_count of them,
+/// initialised). Returns the first error.
+static inline CURLSHcode ccurl_share_setup(CURLSH *_Nonnull share, pthread_mutex_t *_Nonnull locks, curl_lock_data data) {
+    CURLSHcode code = curl_share_setopt(share, CURLSHOPT_LOCKFUNC, ccurl_share_lock);
+    if (code == CURLSHE_OK) code = curl_share_setopt(share, CURLSHOPT_UNLOCKFUNC, ccurl_share_unlock);
+    if (code == CURLSHE_OK) code = curl_share_setopt(share, CURLSHOPT_USERDATA, (void *)locks);
+    if (code == CURLSHE_OK) code = curl_share_setopt(share, CURLSHOPT_SHARE, data);
+    return code;
 }
 
 // MARK: constants that are macros aliasing enum values, which Swift does not import

@@ -27,6 +27,8 @@ public final class CurlMultiDriver: HTTPLoading {
     }
 
     private let loops: [Loop]
+    /// The thread each host's transfers went to last (`HostRoutes`).
+    private let routes = Locked(HostRoutes())
 
     /// Starts the driver threads.
     ///
@@ -68,16 +70,24 @@ public final class CurlMultiDriver: HTTPLoading {
         max(1, min(ProcessInfo.processInfo.activeProcessorCount, 4, concurrency / 8))
     }
 
-    /// The inbox of the thread with the fewest transfers in flight (the first of those, on a tie).
-    private func leastBusyInbox() -> Inbox {
+    /// The inbox a transfer to `url` goes to: the thread that took the host's transfers last, so that a host's
+    /// transfers share one multi handle's connections (robots.txt and then the image on one connection, HTTP/2
+    /// streams on one); the thread with the fewest transfers in flight for a host not seen lately, or when the host's
+    /// thread has 16 more in flight than the least busy (one busy host still spreads over the cores).
+    ///
+    /// Measured (2,000 rows over 2,000 HTTPS hosts, robots.txt honoured, two driver threads): with each transfer on
+    /// the least busy thread, robots.txt and the image often went to different threads, and so over two connections
+    /// and two TLS handshakes (3,854 connections for 2,000 hosts).
+    private func inbox(for url: URL) -> Inbox {
         guard loops.count > 1 else { return loops[0].inbox }
-        var best = loops[0].inbox
-        var bestCount = best.liveCount
-        for loop in loops.dropFirst() {
-            let count = loop.inbox.liveCount
-            if count < bestCount { (best, bestCount) = (loop.inbox, count) }
-        }
-        return best
+        let counts = loops.map { $0.inbox.liveCount }
+        var chosen = counts.indices.min { counts[$0] < counts[$1] } ?? 0
+        guard let host = url.host?.lowercased() else { return loops[chosen].inbox }
+        let key = url.port.map { "\(host):\($0)" } ?? host
+        let known = routes.withLock { $0.threads[key] }
+        if let known, known < counts.count, counts[known] <= counts[chosen] + 16 { chosen = known }
+        if known != chosen { routes.withLock { $0.remember(key, on: chosen) } }
+        return loops[chosen].inbox
     }
 
     /// Starts a transfer; `completion` runs exactly once, on the driver thread.
@@ -88,7 +98,7 @@ public final class CurlMultiDriver: HTTPLoading {
         _ request: TransferRequest,
         completion: @escaping @Sendable (Result<HTTPResponse, TransportError>) -> Void
     ) -> TransferTask {
-        let inbox = leastBusyInbox()
+        let inbox = inbox(for: request.url)
         let id = inbox.nextID()
         let task = TransferTask(id: id, inbox: inbox)
         let transfer: Transfer
@@ -124,6 +134,23 @@ public final class CurlMultiDriver: HTTPLoading {
 
     /// Transfers started and not yet completed (those queued for the threads and those in flight).
     public var activeTransferCount: Int { loops.reduce(0) { $0 + $1.inbox.liveCount } }
+}
+
+/// The driver thread each host's transfers went to last: at most 16,384 hosts (a table over millions of hosts sees
+/// each once or twice), the oldest half forgotten when full.
+private struct HostRoutes {
+    var threads: [String: Int] = [:]
+    private var order: [String] = []
+
+    mutating func remember(_ host: String, on thread: Int) {
+        if threads.updateValue(thread, forKey: host) == nil {
+            order.append(host)
+            if order.count > 16_384 {
+                for old in order.prefix(8_192) { threads[old] = nil }
+                order.removeFirst(8_192)
+            }
+        }
+    }
 }
 
 /// Cancels one transfer. Cheap to keep; cancelling a finished transfer does nothing.

@@ -69,6 +69,12 @@ final class Transfer: @unchecked Sendable {
         try set(CURLOPT_MAXREDIRS, request.maximumRedirects)
         try set(CURLOPT_SSL_VERIFYPEER, 1)
         try set(CURLOPT_SSL_VERIFYHOST, 2)
+        if CurlRuntime.usesCABundleOnly {
+            try check(ccurl_easy_setopt_string(handle, CURLOPT_CAPATH, nil))  // the bundle alone, parsed once and cached (CurlRuntime.usesCABundleOnly)
+        }
+        if let share = CurlRuntime.share {
+            try set(CURLOPT_SHARE, pointer: share.pointer)
+        }
         try set(CURLOPT_ACCEPT_ENCODING, "")
         try set(CURLOPT_USERAGENT, request.userAgent)
         try set(CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(request.connectTimeout))

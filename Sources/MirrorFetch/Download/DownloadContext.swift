@@ -24,6 +24,11 @@ struct DownloadContext: Sendable {
     static let readBackLimit = 4 * 1024 * 1024
     /// The manager's observer, called synchronously on whichever thread the event happens; nil for none.
     let observer: (@Sendable (DownloadEvent) -> Void)?
+    /// The manager's clock.
+    let sleeper: Sleeper
+    /// With `--host-rate`: how long a request to a host that is ready now must wait for the host's rate, the wait
+    /// taken for it (`HostLimits.reserveStart`); nil without a rate.
+    let reserveStart: (@Sendable (String) -> Duration)?
 
     func emit(_ event: @autoclosure () -> DownloadEvent) {
         observer?(event())

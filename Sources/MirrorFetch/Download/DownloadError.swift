@@ -18,6 +18,8 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
     case filesystem(FileError)
     /// The response's `X-Robots-Tag` opts the image out (the directive, `noai`).
     case optedOut(String)
+    /// Its host's robots.txt does not let mirror fetch it (why, as `RobotsGate` says it).
+    case disallowed(String)
     /// Cancelled before it finished.
     case cancelled
 
@@ -29,6 +31,7 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
         case let .filtered(reason): "filtered: \(reason)"
         case let .filesystem(error): error.description
         case let .optedOut(directive): "opted out: X-Robots-Tag \(directive)"
+        case let .disallowed(reason): reason
         case .cancelled: "cancelled"
         }
     }
@@ -57,6 +60,7 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
         case .filtered: "filtered"
         case .filesystem: "filesystem"
         case .optedOut: "opted_out"
+        case .disallowed: "disallowed"
         case .cancelled: "cancelled"
         }
     }
@@ -67,7 +71,7 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
         case let .transport(error): error.isTransient
         case let .statusUnacceptable(status): RetryPolicy.isRetryable(status: status)
         case .filesystem, .cancelled: true
-        case .rejected, .filtered, .optedOut: false
+        case .rejected, .filtered, .optedOut, .disallowed: false
         }
     }
 }

@@ -125,7 +125,8 @@ public final class DownloadManager: Sendable {
         queue.name = "mirror.downloads"
         queue.underlyingQueue = threads
         queue.maxConcurrentOperationCount = max(1, configuration.concurrency)
-        state = Locked(State(limits: HostLimits(perHost: configuration.perHost, rate: configuration.hostRate)))
+        let state = Locked(State(limits: HostLimits(perHost: configuration.perHost, rate: configuration.hostRate)))
+        self.state = state
         var template = TransferRequest(url: URL(string: "http://localhost/")!)
         template.userAgent = configuration.userAgent
         template.connectTimeout = configuration.connectTimeout
@@ -140,12 +141,23 @@ public final class DownloadManager: Sendable {
             cache: configuration.cache,
             threads: threads,
             buffers: BufferPool(size: HashingFileSink.memoryLimit(concurrency: configuration.concurrency)),
-            observer: onEvent
+            observer: onEvent,
+            sleeper: configuration.sleeper,
+            reserveStart: configuration.hostRate == nil ? nil : Self.reserving(in: state, sleeper: configuration.sleeper)
         )
     }
 
     deinit {
         ownedDriver?.shutdown()
+    }
+
+    /// `DownloadContext.reserveStart` over the manager's state.
+    private static func reserving(in state: Locked<State>, sleeper: Sleeper) -> @Sendable (String) -> Duration {
+        { host in
+            let now = sleeper.now()
+            let start: ContinuousClock.Instant? = state.withLock { $0.limits.reserveStart(host: host, now: now) }
+            return (start ?? now) - now
+        }
     }
 
     // MARK: Downloading

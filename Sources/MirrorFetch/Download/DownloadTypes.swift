@@ -14,12 +14,16 @@ public struct DownloadRequest: Sendable {
     public var filter: ImageFilter?
     /// Which `X-Robots-Tag` directives refuse the image; nil reads none.
     public var optOut: OptOutPolicy?
+    /// The hosts' robots.txt, asked on the download's own slot before its transfer (so the fetch counts within
+    /// `--concurrency` and `--per-host`, and the image follows on the connection robots.txt came over); nil asks none.
+    public var robots: RobotsGate?
 
-    public init(url: URL, directory: URL, filter: ImageFilter? = nil, optOut: OptOutPolicy? = nil) {
+    public init(url: URL, directory: URL, filter: ImageFilter? = nil, optOut: OptOutPolicy? = nil, robots: RobotsGate? = nil) {
         self.url = url
         self.directory = directory
         self.filter = filter
         self.optOut = optOut
+        self.robots = robots
     }
 }
 

@@ -129,6 +129,18 @@ struct HostLimits {
         hosts[host] = entry
     }
 
+    /// With a rate: the time a request to `host` that is ready now may start — the host's next start, or now — taken
+    /// for it (the next after it waits a spacing more). `nil` without a rate. For a download that was admitted, then
+    /// waited for its host's robots.txt on its slot: the fetch took the spacing it had been given.
+    package mutating func reserveStart(host: String, now: ContinuousClock.Instant) -> ContinuousClock.Instant? {
+        guard let spacing else { return nil }
+        var entry = hosts[host] ?? Host(limit: perHost)
+        let start = max(entry.nextStart ?? now, now)
+        entry.nextStart = start + spacing
+        hosts[host] = entry
+        return start
+    }
+
     /// Removes a download that is still waiting; false when it is not waiting (it started, or never asked).
     mutating func withdraw(_ id: Int, host: String) -> Bool {
         // The index first, so that no copy of the entry shares its list when it is changed in place.

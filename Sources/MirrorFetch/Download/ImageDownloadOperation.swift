@@ -25,7 +25,7 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
     private let context: DownloadContext
     private let completion: @Sendable (Outcome) -> Void
     // The only mutable state; its lock guards it.
-    private let transfer = Locked<(any Cancellable)?>(nil)
+    private let inFlight = Locked<(any Cancellable)?>(nil)
 
     package init(request: DownloadRequest, attempt: Int, context: DownloadContext, completion: @escaping @Sendable (Outcome) -> Void) {
         self.request = request
@@ -36,7 +36,7 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
 
     package override func cancel() {
         super.cancel()
-        transfer.withLock { $0 }?.cancel()
+        inFlight.withLock { $0 }?.cancel()
     }
 
     override func didSkipExecution() {
@@ -48,6 +48,36 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
             end(cached)
             return
         }
+        guard let robots = request.robots else {
+            transfer()
+            return
+        }
+        // On this slot, before the transfer: answered at once when the host's file is known, else when its one fetch
+        // ends (on whichever thread that is). After a fetch, with --host-rate, the image waits for its host's rate:
+        // the fetch took the start it had been given.
+        let fetches = !robots.knows(request.url)
+        robots.refusal(for: request.url) { [self] refusal in
+            if isCancelled {
+                end(.failed(.cancelled, retryable: false, retryAfter: nil, throttled: false))
+            } else if let refusal {
+                end(.failed(.disallowed(refusal), retryable: false, retryAfter: nil, throttled: false))
+            } else if fetches, let host = request.url.host, let wait = context.reserveStart?(host), wait > .zero {
+                Task { [self, sleeper = context.sleeper] in
+                    try? await sleeper.sleep(wait)
+                    if isCancelled {
+                        end(.failed(.cancelled, retryable: false, retryAfter: nil, throttled: false))
+                    } else {
+                        transfer()
+                    }
+                }
+            } else {
+                transfer()
+            }
+        }
+    }
+
+    /// Starts the attempt's transfer into a new temporary file.
+    private func transfer() {
         let temporary: AtomicFile.Temporary
         do {
             temporary = try AtomicFile.makeTemporary(in: request.directory)
@@ -66,7 +96,7 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
                 self.end(self.conclude(result, sink: sink, temporary: temporary))
             }
         }
-        transfer.withLock { $0 = task }
+        inFlight.withLock { $0 = task }
         if isCancelled { task.cancel() }
     }
 

@@ -287,25 +287,11 @@ extension Pipeline {
         }
 
         /// One candidate from download to published file, carried by callbacks from the thread where each step ends (a
-        /// robots.txt fetch, the download queue's verification, the sink's publication): no task per image.
+        /// robots.txt fetch, the download queue's verification, the sink's publication): no task per image. The host's
+        /// robots.txt is asked on the download's own slot (`DownloadRequest.robots`).
         func start(_ candidate: Candidate) {
             flow.withLock { $0.inFlight += 1 }
-            guard let robots else {
-                download(candidate)
-                return
-            }
-            robots.refusal(for: candidate.url) { [self] refusal in
-                guard let refusal else {
-                    download(candidate)
-                    return
-                }
-                if flow.withLock({ $0.isStopping }) {
-                    ended(kept: true)
-                } else {
-                    refuse(candidate, reason: "disallowed", message: refusal)
-                    ended(kept: false)
-                }
-            }
+            download(candidate)
         }
 
         private func download(_ candidate: Candidate) {
@@ -348,7 +334,9 @@ extension Pipeline {
         }
 
         private func request(for candidate: Candidate) -> DownloadRequest {
-            DownloadRequest(url: candidate.url, directory: sink.stagingDirectory, filter: configuration.filter, optOut: configuration.optOut)
+            DownloadRequest(
+                url: candidate.url, directory: sink.stagingDirectory, filter: configuration.filter, optOut: configuration.optOut, robots: robots
+            )
         }
 
         /// Counts and reports a download that gave no image; transforms one that did.
@@ -358,6 +346,8 @@ extension Pipeline {
                 return .settled(kept: true)
             case let .failure(.optedOut(directive)):
                 refuse(candidate, reason: "opted_out", message: "X-Robots-Tag: \(directive)")
+            case let .failure(.disallowed(refusal)):
+                refuse(candidate, reason: "disallowed", message: refusal)
             case let .failure(.filtered(reason)):
                 settle(candidate, as: .filtered(reason))
                 onEvent(.filtered(candidate, reason))

@@ -84,6 +84,15 @@ public final class RobotsGate: Sendable {
         self.template = template
     }
 
+    /// Whether the file of `url`'s host has been read (``refusal(for:completion:)`` then answers at once).
+    public func knows(_ url: URL) -> Bool {
+        guard let origin = Self.origin(of: url) else { return true }
+        return hosts.withLock { hosts in
+            if case .read? = hosts[origin] { return true }
+            return false
+        }
+    }
+
     /// Why `url` may not be fetched (`robots.txt disallows /private/`), or `nil` when it may.
     public func refusal(for url: URL) async -> String? {
         await withCheckedContinuation { continuation in
