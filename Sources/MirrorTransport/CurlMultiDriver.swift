@@ -8,8 +8,9 @@ import Foundation
 /// response or a `TransportError`. All I/O happens on the driver threads, each of which sleeps in
 /// `curl_multi_poll` and is woken by `curl_multi_wakeup` whenever a transfer is added to it or cancelled,
 /// so a cancel completes at once rather than at curl's next progress tick. The transfers of one thread share its
-/// multi handle's connection and DNS caches, so keep-alive connections are reused across transfers and a host is
-/// looked up once an hour at most per thread (``Transfer/dnsCacheSeconds``), not once per transfer.
+/// multi handle's connections and CA store (parsed once: ``CurlRuntime/usesCABundleOnly``); every transfer shares the
+/// process's TLS sessions and DNS answers (``CurlRuntime/share``), so a host is looked up once an hour at most
+/// (``Transfer/dnsCacheSeconds``) and a second connection to it resumes its TLS session.
 ///
 /// Completions run **on the driver thread**: they must return quickly and hand any slow work
 /// (validation, fsync, database writes) to another queue, or every other transfer waits.
@@ -37,9 +38,10 @@ public final class CurlMultiDriver: HTTPLoading {
     ///     default is four times the number of transfers in the multi handle *at the moment a transfer
     ///     ends*, so when completions outpace new work (a loaded machine, a slow producer) it closes
     ///     connections that the next transfers would have reused; a fixed cache avoids that.
-    ///   - threads: driver threads, each with a multi handle of its own. Default 1. Each new transfer goes to the
-    ///     thread with the fewest transfers in flight. One thread receives, hashes and writes every body, so on a
-    ///     fast network it is the bottleneck of a run; two let a second core do the same work (BENCHMARKS.md).
+    ///   - threads: driver threads, each with a multi handle of its own. Default 1. A host's transfers go to the thread
+    ///     that took its last (``inbox(for:)``), others to the thread with the fewest transfers in flight. One thread
+    ///     receives, hashes and writes every body, so on a fast network it is the bottleneck of a run; two let a second
+    ///     core do the same work (BENCHMARKS.md).
     public init(maximumIdleConnections: Int = 256, threads: Int = 1) {
         CurlRuntime.ensureInitialized()
         let count = max(1, threads)

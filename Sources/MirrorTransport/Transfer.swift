@@ -69,7 +69,10 @@ final class Transfer: @unchecked Sendable {
         try set(CURLOPT_MAXREDIRS, request.maximumRedirects)
         try set(CURLOPT_SSL_VERIFYPEER, 1)
         try set(CURLOPT_SSL_VERIFYHOST, 2)
-        if CurlRuntime.usesCABundleOnly {
+        if let certificates = request.trustedCertificates {
+            try set(CURLOPT_CAINFO, certificates)
+            try check(ccurl_easy_setopt_string(handle, CURLOPT_CAPATH, nil))
+        } else if CurlRuntime.usesCABundleOnly {
             try check(ccurl_easy_setopt_string(handle, CURLOPT_CAPATH, nil))  // the bundle alone, parsed once and cached (CurlRuntime.usesCABundleOnly)
         }
         if let share = CurlRuntime.share {

@@ -65,6 +65,9 @@ public struct TransferRequest: Sendable {
     /// Where to connect instead, as curl's `--connect-to` takes it (`HOST:PORT:CONNECT-TO-HOST:CONNECT-TO-PORT`; an
     /// empty `HOST` or `PORT` matches any): the URL, its `Host` header and its host's limits stay as they are.
     public var connectTo: [String] = []
+    /// A file of PEM certificates to trust instead of the system's (a private CA), or `nil` (the default) for the
+    /// system's bundle. Verification of the peer and of its name is always on.
+    public var trustedCertificates: String?
 
     public init(url: URL, destination: Destination = .memory) {
         self.url = url
