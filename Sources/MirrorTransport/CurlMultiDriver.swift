@@ -39,7 +39,7 @@ public final class CurlMultiDriver: HTTPLoading {
     ///     ends*, so when completions outpace new work (a loaded machine, a slow producer) it closes
     ///     connections that the next transfers would have reused; a fixed cache avoids that.
     ///   - threads: driver threads, each with a multi handle of its own. Default 1. A host's transfers go to the thread
-    ///     that took its last (``inbox(for:)``), others to the thread with the fewest transfers in flight. One thread
+    ///     that took its last (``thread(for:)``), others to the thread with the fewest transfers in flight. One thread
     ///     receives, hashes and writes every body, so on a fast network it is the bottleneck of a run; two let a second
     ///     core do the same work (BENCHMARKS.md).
     public init(maximumIdleConnections: Int = 256, threads: Int = 1) {
@@ -72,24 +72,24 @@ public final class CurlMultiDriver: HTTPLoading {
         max(1, min(ProcessInfo.processInfo.activeProcessorCount, 4, concurrency / 8))
     }
 
-    /// The inbox a transfer to `url` goes to: the thread that took the host's transfers last, so that a host's
-    /// transfers share one multi handle's connections (robots.txt and then the image on one connection, HTTP/2
-    /// streams on one); the thread with the fewest transfers in flight for a host not seen lately, or when the host's
-    /// thread has 16 more in flight than the least busy (one busy host still spreads over the cores).
+    /// The thread a transfer to `key` (a host and port) goes to: the thread that took the host's transfers last, so
+    /// that a host's transfers share one multi handle's connections (robots.txt and then the image on one connection,
+    /// HTTP/2 streams on one) — unless the host already has 4 transfers in flight and that thread has more than 4 more
+    /// than the least busy, so that one busy host still spreads over the cores; a host not seen lately goes to the
+    /// thread with the fewest transfers in flight.
     ///
-    /// Measured (2,000 rows over 2,000 HTTPS hosts, robots.txt honoured, two driver threads): with each transfer on
-    /// the least busy thread, robots.txt and the image often went to different threads, and so over two connections
-    /// and two TLS handshakes (3,854 connections for 2,000 hosts).
-    private func inbox(for url: URL) -> Inbox {
-        guard loops.count > 1 else { return loops[0].inbox }
+    /// Measured: with every transfer on the least busy thread, robots.txt and the image of a host often went to
+    /// different threads, and so over two connections and two TLS handshakes (2,000 rows over 2,000 HTTPS hosts:
+    /// 3,854 connections); with a host kept on its thread whatever the load, one fast host (loopback, 16 at once) kept
+    /// one thread busy and the other idle (16 % fewer images a second).
+    private func thread(for key: String?) -> Int {
+        guard loops.count > 1 else { return 0 }
         let counts = loops.map { $0.inbox.liveCount }
-        var chosen = counts.indices.min { counts[$0] < counts[$1] } ?? 0
-        guard let host = url.host?.lowercased() else { return loops[chosen].inbox }
-        let key = url.port.map { "\(host):\($0)" } ?? host
-        let known = routes.withLock { $0.threads[key] }
-        if let known, known < counts.count, counts[known] <= counts[chosen] + 16 { chosen = known }
-        if known != chosen { routes.withLock { $0.remember(key, on: chosen) } }
-        return loops[chosen].inbox
+        let least = counts.indices.min { counts[$0] < counts[$1] } ?? 0
+        guard let key else { return least }
+        let (known, inFlight) = routes.withLock { ($0.threads[key], $0.inFlight[key] ?? 0) }
+        if let known, known < counts.count, inFlight < 4 || counts[known] <= counts[least] + 4 { return known }
+        return least
     }
 
     /// Starts a transfer; `completion` runs exactly once, on the driver thread.
@@ -100,9 +100,20 @@ public final class CurlMultiDriver: HTTPLoading {
         _ request: TransferRequest,
         completion: @escaping @Sendable (Result<HTTPResponse, TransportError>) -> Void
     ) -> TransferTask {
-        let inbox = inbox(for: request.url)
+        let key = request.url.host.map { host in request.url.port.map { "\(host.lowercased()):\($0)" } ?? host.lowercased() }
+        let index = thread(for: key)
+        let inbox = loops[index].inbox
         let id = inbox.nextID()
         let task = TransferTask(id: id, inbox: inbox)
+        var completion = completion
+        if loops.count > 1, let key {
+            routes.withLock { $0.started(key, on: index) }
+            let done = completion
+            completion = { [routes] result in
+                routes.withLock { $0.ended(key) }
+                done(result)
+            }
+        }
         let transfer: Transfer
         do {
             transfer = try Transfer(id: id, request: request, completion: completion)
@@ -138,13 +149,15 @@ public final class CurlMultiDriver: HTTPLoading {
     public var activeTransferCount: Int { loops.reduce(0) { $0 + $1.inbox.liveCount } }
 }
 
-/// The driver thread each host's transfers went to last: at most 16,384 hosts (a table over millions of hosts sees
-/// each once or twice), the oldest half forgotten when full.
+/// The driver thread each host's transfers went to last, and how many of them are in flight: at most 16,384 hosts
+/// remembered (a table over millions of hosts sees each once or twice), the oldest half forgotten when full.
 private struct HostRoutes {
     var threads: [String: Int] = [:]
+    var inFlight: [String: Int] = [:]
     private var order: [String] = []
 
-    mutating func remember(_ host: String, on thread: Int) {
+    mutating func started(_ host: String, on thread: Int) {
+        inFlight[host, default: 0] += 1
         if threads.updateValue(thread, forKey: host) == nil {
             order.append(host)
             if order.count > 16_384 {
@@ -152,6 +165,11 @@ private struct HostRoutes {
                 order.removeFirst(8_192)
             }
         }
+    }
+
+    mutating func ended(_ host: String) {
+        let left = (inFlight[host] ?? 1) - 1
+        inFlight[host] = left > 0 ? left : nil
     }
 }
 
