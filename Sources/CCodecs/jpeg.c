@@ -166,6 +166,12 @@ static int mc_jpeg_outcome(tjhandle handle, int status, struct mc_error *error) 
     return mc_fail(error, MIRROR_CODECS_MALFORMED, "the JPEG does not decode cleanly: %s", message);
 }
 
+/// After tjDecompressHeader3 warned: MALFORMED, or -1 (libvips) for a warning let through.
+static int mc_jpeg_header_outcome(tjhandle handle, struct mc_error *error) {
+    int status = mc_jpeg_outcome(handle, -1, error);
+    return status == 0 ? -1 : status;
+}
+
 // MARK: Decode to RGB
 
 /// Turns pixels stored as EXIF `orientation` says into upright ones.
@@ -202,9 +208,12 @@ int mc_jpeg_decode(const unsigned char *input, size_t length, const struct mc_jp
     tjhandle handle = tjInitDecompress();
     if (!handle) return mc_fail(error, MIRROR_CODECS_FAILED, "TurboJPEG did not start");
     int width, height, subsampling, colorspace, status;
-    if (tjDecompressHeader3(handle, input, (unsigned long)length, &width, &height, &subsampling, &colorspace) != 0
-        || colorspace == TJCS_CMYK || colorspace == TJCS_YCCK) {
-        status = -1;  // libvips converts CMYK with a colour profile and reads what TurboJPEG cannot classify
+    if (tjDecompressHeader3(handle, input, (unsigned long)length, &width, &height, &subsampling, &colorspace) != 0) {
+        // A warning in the headers is a JPEG that does not decode cleanly; what TurboJPEG cannot classify (an unusual
+        // subsampling) goes to libvips.
+        status = tjGetErrorCode(handle) == TJERR_WARNING ? mc_jpeg_header_outcome(handle, error) : -1;
+    } else if (colorspace == TJCS_CMYK || colorspace == TJCS_YCCK) {
+        status = -1;  // libvips converts CMYK with a colour profile
     } else {
         int scaled_width, scaled_height;
         mc_jpeg_scaled_size(header->width, header->height, fit, size, &scaled_width, &scaled_height);
@@ -319,8 +328,12 @@ int mc_jpeg_planes(const unsigned char *input, size_t length, const struct mc_jp
     tjhandle handle = tjInitDecompress();
     if (!handle) return mc_fail(error, MIRROR_CODECS_FAILED, "TurboJPEG did not start");
     int width, height, subsampling, colorspace;
-    if (tjDecompressHeader3(handle, input, (unsigned long)length, &width, &height, &subsampling, &colorspace) != 0
-        || !(colorspace == TJCS_YCbCr || colorspace == TJCS_GRAY)) {
+    if (tjDecompressHeader3(handle, input, (unsigned long)length, &width, &height, &subsampling, &colorspace) != 0) {
+        int status = tjGetErrorCode(handle) == TJERR_WARNING ? mc_jpeg_header_outcome(handle, error) : -1;
+        tjDestroy(handle);
+        return status;
+    }
+    if (!(colorspace == TJCS_YCbCr || colorspace == TJCS_GRAY)) {
         tjDestroy(handle);
         return -1;
     }

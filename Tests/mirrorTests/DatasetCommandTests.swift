@@ -254,8 +254,9 @@ struct DatasetCommandTests {
     }
 
     @Test func aKilledRunKeepsItsCompleteShardsAndRedoesOnlyTheOpenOne() async throws {
-        // Given the table served slowly enough that a run takes seconds, with a disk cache shared by the runs
-        let server = try serve(latency: .milliseconds(15))
+        // Given the table served slowly enough that a run takes seconds (6 at 8 at once; under ThreadSanitizer a run of
+        // 2 s once ended before this test's polling saw its first shard), with a disk cache shared by the runs
+        let server = try serve(latency: .milliseconds(45))
         defer { server.stop() }
         let work = TemporaryFolder()
         let table = work.file("table.csv")
@@ -263,7 +264,7 @@ struct DatasetCommandTests {
         let out = work.file("out")
         let arguments = [
             "urls", table.path, "--out", out.path, "--format", "webdataset", "--shard-size", "256",
-            "--resize", "center-crop", "--size", "64", "--keep-cols", "source,score", "--quiet", "--concurrency", "8",
+            "--resize", "center-crop", "--size", "64", "--keep-cols", "source,score", "--quiet", "--concurrency", "8", "--cache",
         ]
         let environment = ["XDG_CACHE_HOME": work.file("cache").path]
 

@@ -115,6 +115,20 @@ struct HostileCodecsTests {
         #expect(try outcome(small, transform).failureReason == "malformed")
     }
 
+    @Test func aThinImageLibvipsWouldEnlargeWholeIsRefusedFromItsHeader() throws {
+        // Given a CMYK JPEG (libvips' to read) of 4000 x 4: centre-cropped to 480, libvips' thumbnail first enlarges
+        // the whole image to cover the box (480,000 x 480), as a fuzzed JPEG showed by taking 354 MB at once
+        let thin = HostileImages.jpeg(width: 4_000, height: 4, subsampling: TJSAMP_444, cmyk: true)
+
+        // When it is centre-cropped, and fitted by its longer side
+        let crop = try outcome(thin, ImageTransform(fit: .centerCrop, size: 480, encoding: .jpeg))
+        let keep = try outcome(thin, ImageTransform(fit: .keepRatio, size: 480, encoding: .jpeg))
+
+        // Then the crop is refused from the headers, and the fit that stays small is made
+        #expect(crop.failureReason == "too-large-to-decode")
+        #expect(try keep.get().0.info.width == 480)
+    }
+
     @Test func junkAfterTheLastScanIsNoReasonToRefuseAJPEG() throws {
         // Given a photo with bytes between its last scan and the end-of-image marker (common on the web)
         var photo = HostileImages.jpeg(width: 64, height: 64, subsampling: TJSAMP_420)
