@@ -95,9 +95,11 @@ public func fuzzText(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
     case 4:
         let now = Date(timeIntervalSince1970: 1_700_000_000)
         if let wait = RetryAfter.parse(text, now: now) { precondition(wait >= .zero, "negative wait \(wait)") }
-        if let wait = RetryAfterHeader.delay(text, now: now) { precondition(wait > .zero, "non-positive wait \(wait)") }
+        if let wait = RetryAfter.delay(text, date: text, now: now) { precondition(wait >= .zero, "negative wait \(wait)") }
         _ = ProviderFailure.delayMentioned(in: text)
-        _ = RetryAfterHeader.delay(in: APIResponse(status: 429, headers: ["Retry-After": text, "Date": text], body: Data()))
+        if let wait = APIResponse(status: 429, headers: ["Retry-After": text, "Date": text], body: Data()).retryAfterHint {
+            precondition(wait > .zero, "non-positive hint \(wait)")
+        }
     default:
         let secrets = ["fuzz-secret-0123456789"]
         let detail = ProviderFailure.detail(from: data, secrets: secrets)

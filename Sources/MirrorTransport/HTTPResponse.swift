@@ -70,27 +70,49 @@ public struct HTTPResponse: Sendable {
     /// The raw `Retry-After` header.
     public var retryAfterHeader: String? { header("retry-after") }
 
-    /// How long `Retry-After` asks the client to wait, counted from `now`; nil if absent or unreadable.
+    /// How long `Retry-After` asks the client to wait: measured from the response's own `Date` header when it has one
+    /// (so a server whose clock is off still gets the wait it meant), otherwise from `now`; nil if absent or unreadable.
     public func retryAfter(now: Date = Date()) -> Duration? {
-        retryAfterHeader.flatMap { RetryAfter.parse($0, now: now) }
+        RetryAfter.delay(retryAfterHeader, date: header("date"), now: now)
     }
 
     /// Whether the status is 2xx.
     public var isSuccess: Bool { (200..<300).contains(status) }
 }
 
-/// Parses `Retry-After` values: delay-seconds or an HTTP-date (RFC 9110 §10.2.3).
+/// Reads `Retry-After` (RFC 9110 §10.2.3): the one parser, for downloads, object storage and the search APIs alike.
 public enum RetryAfter {
-    /// The wait a `Retry-After` value asks for, never negative; nil if the value is neither form.
+    /// The longest wait represented exactly: about 31,700 years, far beyond any retry limit, and small enough that its
+    /// milliseconds fit an `Int64` (`"retry-after: 1e300"` and a date in the year 9999 trapped the conversion; found by
+    /// scripts/fuzz).
+    public static let longestDelay: Double = 1e12
+
+    /// The wait a `Retry-After` value asks for, measured from `now`, never negative: delay-seconds (`0` included,
+    /// which asks for no wait), a decimal number of seconds (some APIs send `1.5`), or an HTTP-date (one in the past
+    /// asks for no wait); nil if the value is none of these.
     public static func parse(_ value: String, now: Date = Date()) -> Duration? {
         let trimmed = value.trimmingCharacters(in: .whitespaces)
+        guard !trimmed.isEmpty else { return nil }
         if let seconds = Int(trimmed) {
             return seconds >= 0 ? .seconds(seconds) : nil
         }
+        if let seconds = Double(trimmed), seconds.isFinite {
+            return seconds >= 0 ? milliseconds(seconds) : nil
+        }
         guard let date = httpDate(trimmed) else { return nil }
-        // Clamped to 1e12 s (about 31,700 years) so the milliseconds fit Int64 whatever year the date names.
-        let interval = min(max(0, date.timeIntervalSince(now)), 1e12)
-        return .milliseconds(Int64((interval * 1000).rounded(.up)))
+        return milliseconds(max(0, date.timeIntervalSince(now)))
+    }
+
+    /// The wait a response's `Retry-After` value asks for, measured from its `Date` header when that is a date,
+    /// otherwise from `now`; nil when there is no readable `Retry-After`.
+    public static func delay(_ retryAfter: String?, date: String?, now: Date = Date()) -> Duration? {
+        guard let retryAfter else { return nil }
+        return parse(retryAfter, now: date.flatMap(httpDate) ?? now)
+    }
+
+    /// `seconds` (not negative) with millisecond precision, clamped to ``longestDelay``.
+    private static func milliseconds(_ seconds: Double) -> Duration {
+        .milliseconds(Int64((min(seconds, longestDelay) * 1000).rounded(.up)))
     }
 
     /// Parses the IMF-fixdate form and the two obsolete forms an HTTP-date may take.

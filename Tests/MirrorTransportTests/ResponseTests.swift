@@ -181,4 +181,24 @@ struct RetryAfterTests {
         #expect(RetryAfter.httpDate("Sunday, 06-Nov-94 08:49:37 GMT") == Date(timeIntervalSince1970: 784_111_777))
         #expect(RetryAfter.httpDate("Sun Nov  6 08:49:37 1994") == Date(timeIntervalSince1970: 784_111_777))
     }
+
+    @Test("the one parser: decimal seconds, and a date measured from the response's own clock")
+    func decimalSecondsAndTheServersClock() throws {
+        // Given a server whose clock is an hour behind ours
+        let ours = Date(timeIntervalSince1970: 1_700_000_000)
+        let theirs = ours.addingTimeInterval(-3600)
+
+        // Then a date 30 s after the server's own Date header is a 30-s wait, not an instant (as from our clock)
+        let thirtySecondsOn = RetryAfter.format(theirs.addingTimeInterval(30))
+        #expect(RetryAfter.delay(thirtySecondsOn, date: RetryAfter.format(theirs), now: ours) == .seconds(30))
+        #expect(RetryAfter.delay(thirtySecondsOn, date: nil, now: ours) == .zero)
+        // and an unreadable Date header falls back to our clock
+        #expect(RetryAfter.delay("12", date: "yesterday", now: ours) == .seconds(12))
+        #expect(RetryAfter.delay(nil, date: RetryAfter.format(theirs), now: ours) == nil)
+        // and fractions of a second, as some APIs send them, are kept to the millisecond
+        #expect(RetryAfter.parse("1.5", now: ours) == .milliseconds(1500))
+        #expect(RetryAfter.parse("-0.5", now: ours) == nil)
+        #expect(RetryAfter.parse("nan", now: ours) == nil)
+        #expect(RetryAfter.parse("1e300", now: ours) == .seconds(1_000_000_000_000))
+    }
 }

@@ -162,7 +162,7 @@ public struct GoogleCustomSearchProvider: ImageProvider {
         let quotaReasons: Set<String> = ["dailyLimitExceeded", "rateLimitExceeded", "userRateLimitExceeded", "quotaExceeded", "RATE_LIMIT_EXCEEDED"]
         let keyReasons: Set<String> = ["keyInvalid", "keyExpired", "API_KEY_INVALID", "API_KEY_SERVICE_BLOCKED", "accessNotConfigured", "SERVICE_DISABLED"]
         if response.status == 429 || !reasons.isDisjoint(with: quotaReasons) || error?["status"]?.string == "RESOURCE_EXHAUSTED" {
-            return .rateLimited(retryAfter: RetryAfterHeader.delay(in: response), message: message)
+            return .rateLimited(retryAfter: response.retryAfterHint, message: message)
         }
         if (response.status == 400 || response.status == 401 || response.status == 403),
             !reasons.isDisjoint(with: keyReasons) || text.contains("api key") || response.status != 400

@@ -86,7 +86,7 @@ public struct PixabayProvider: ImageProvider {
             }
             if response.status == 429 {
                 let reset = response.header("x-ratelimit-reset").flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
-                let delay = RetryAfterHeader.delay(in: response) ?? reset.flatMap { $0 > 0 ? Duration.seconds($0) : nil }
+                let delay = response.retryAfterHint ?? reset.flatMap { $0 > 0 ? Duration.seconds($0) : nil }
                 throw .rateLimited(retryAfter: delay, message: message)
             }
             throw failure.classify(response)

@@ -89,7 +89,7 @@ public struct UnsplashProvider: ImageProvider {
             let exhausted = response.header("x-ratelimit-remaining").flatMap { Int($0.trimmingCharacters(in: .whitespaces)) } == 0
             if response.status == 403, body.localizedCaseInsensitiveContains("rate limit") || exhausted {
                 throw .rateLimited(
-                    retryAfter: RetryAfterHeader.delay(in: response),
+                    retryAfter: response.retryAfterHint,
                     message: failure.message("HTTP 403: " + ProviderText.snippet(body, secrets: [accessKey]))
                 )
             }

@@ -117,10 +117,10 @@ public struct WikimediaCommonsProvider: ImageProvider {
         case "maxlag":
             // Manual:Maxlag: HTTP 200 with Retry-After and X-Database-Lag headers; the body carries "lag" too.
             let lag = error["lag"]?.int ?? error["lag"]?.string.flatMap(Double.init).map { Int($0.rounded(.up)) }
-            let delay = RetryAfterHeader.delay(in: response) ?? lag.flatMap { $0 > 0 ? Duration.seconds($0) : nil } ?? .seconds(5)
+            let delay = response.retryAfterHint ?? lag.flatMap { $0 > 0 ? Duration.seconds($0) : nil } ?? .seconds(5)
             return .rateLimited(retryAfter: delay, message: message)
         case "ratelimited":
-            return .rateLimited(retryAfter: RetryAfterHeader.delay(in: response), message: message)
+            return .rateLimited(retryAfter: response.retryAfterHint, message: message)
         case "readonly", "timeout", "search-backend-error", "backend-fail-internal", "internal_api_error_DBQueryError":
             return .transient(message: message)
         default:

@@ -4,6 +4,7 @@ import Foundation
 @testable import MirrorKit
 @testable import MirrorSearch
 @testable import MirrorStorage
+import MirrorTransport
 import Testing
 
 /// Inputs that crashed a fuzz harness (`scripts/fuzz`), kept so the fix stays fixed.
@@ -32,8 +33,8 @@ struct ProviderFuzzRegressionTests {
             return
         }
         #expect(retryAfter == .seconds(1_000_000_000_000))
-        #expect(RetryAfterHeader.delay("1e300", now: Date()) == .seconds(1_000_000_000_000))
-        #expect(RetryAfterHeader.delay("-1e300", now: Date()) == nil)
+        #expect(APIResponse(status: 429, headers: ["Retry-After": "1e300"], body: Data()).retryAfterHint == .seconds(1_000_000_000_000))
+        #expect(APIResponse(status: 429, headers: ["Retry-After": "-1e300"], body: Data()).retryAfterHint == nil)
     }
 
     @Test("a non-ASCII Retry-After date is ignored, not passed to DateFormatter (text crash-a8d4a885)")
@@ -45,13 +46,13 @@ struct ProviderFuzzRegressionTests {
 
         // When it is read as a Retry-After value and as a Date header (Foundation's DateFormatter trapped with
         // "Incorrect range CFRange(location: 0, length: 2)")
-        let delay = RetryAfterHeader.delay(text, now: Date())
-        let date = RetryAfterHeader.httpDate(text)
-        let viaResponse = RetryAfterHeader.delay(in: APIResponse(status: 429, headers: ["Retry-After": text, "Date": text], body: Data()))
+        let delay = RetryAfter.parse(text, now: Date())
+        let date = RetryAfter.httpDate(text)
+        let viaResponse = APIResponse(status: 429, headers: ["Retry-After": text, "Date": text], body: Data()).retryAfterHint
 
         // Then it is simply not a date
         #expect(delay == nil && date == nil && viaResponse == nil)
-        #expect(RetryAfterHeader.httpDate("Wed, 21 Oct 2015 07:28:00 GMT") != nil)
+        #expect(RetryAfter.httpDate("Wed, 21 Oct 2015 07:28:00 GMT") != nil)
     }
 
     // MARK: - Cursor arithmetic on numbers from the body (fixed with the crashes above)

@@ -4,6 +4,7 @@ import Foundation
 @testable import MirrorKit
 @testable import MirrorSearch
 @testable import MirrorStorage
+import MirrorTransport
 import Testing
 
 @Suite("Search models, registry and secrets")
@@ -133,20 +134,25 @@ struct SearchModelTests {
 
     @Test func retryAfterAcceptsSecondsAndHTTPDates() throws {
         // Given a server clock and the three date forms
-        let now = try #require(RetryAfterHeader.httpDate("Sun, 06 Nov 1994 08:49:37 GMT"))
+        let now = try #require(RetryAfter.httpDate("Sun, 06 Nov 1994 08:49:37 GMT"))
 
         // Then seconds, IMF-fixdate, RFC 850 and asctime all give the delay; junk and zero give none
-        #expect(RetryAfterHeader.delay("120", now: now) == .seconds(120))
-        #expect(RetryAfterHeader.delay("Sun, 06 Nov 1994 08:50:07 GMT", now: now) == .seconds(30))
-        #expect(RetryAfterHeader.delay("Sunday, 06-Nov-94 08:50:37 GMT", now: now) == .seconds(60))
-        #expect(RetryAfterHeader.delay("Sun Nov  6 08:49:47 1994", now: now) == .seconds(10))
-        #expect(RetryAfterHeader.delay("0", now: now) == nil)
-        #expect(RetryAfterHeader.delay("soon", now: now) == nil)
-        #expect(RetryAfterHeader.delay("Sun, 06 Nov 1994 08:40:00 GMT", now: now) == nil)
+        #expect(retryAfterHint("120", serverTime: now) == .seconds(120))
+        #expect(retryAfterHint("Sun, 06 Nov 1994 08:50:07 GMT", serverTime: now) == .seconds(30))
+        #expect(retryAfterHint("Sunday, 06-Nov-94 08:50:37 GMT", serverTime: now) == .seconds(60))
+        #expect(retryAfterHint("Sun Nov  6 08:49:47 1994", serverTime: now) == .seconds(10))
+        #expect(retryAfterHint("0", serverTime: now) == nil)
+        #expect(retryAfterHint("soon", serverTime: now) == nil)
+        #expect(retryAfterHint("Sun, 06 Nov 1994 08:40:00 GMT", serverTime: now) == nil)
         // and a response's own Date header is the reference
         let throttled = response(429, "{}", headers: ["Date": "Sun, 06 Nov 1994 08:49:37 GMT", "Retry-After": "Sun, 06 Nov 1994 08:49:42 GMT"])
-        #expect(RetryAfterHeader.delay(in: throttled) == .seconds(5))
+        #expect(throttled.retryAfterHint == .seconds(5))
         #expect(ProviderError.rateLimited(retryAfter: .seconds(5), message: "m").description == "rate limited (retry after 5s): m")
+    }
+
+    /// What a provider makes of `value` in a 429 sent at `serverTime` (its `Date` header).
+    private func retryAfterHint(_ value: String, serverTime: Date) -> Duration? {
+        APIResponse(status: 429, headers: ["Retry-After": value, "Date": RetryAfter.format(serverTime)], body: Data()).retryAfterHint
     }
 
     @Test func resultsRoundTripThroughJSON() throws {

@@ -3,43 +3,12 @@ import MirrorCore
 import MirrorStorage
 import MirrorTransport
 
-/// Parses `Retry-After` (RFC 9110: delay-seconds or an HTTP-date).
-enum RetryAfterHeader {
-    /// The delay `value` asks for, measured from `now`; `nil` when absent, unparsable, or zero or negative
-    /// (Giphy sends `retry-after: 0` on every answer, which is no hint at all, so the caller's backoff decides).
-    package static func delay(_ value: String?, now: Date) -> Duration? {
-        guard let value = value?.trimmingCharacters(in: .whitespaces), !value.isEmpty else { return nil }
-        if let seconds = Int(value) {
-            return seconds > 0 ? .seconds(seconds) : nil
-        }
-        if let seconds = Double(value), seconds.isFinite {
-            return milliseconds(seconds)
-        }
-        guard let date = httpDate(value) else { return nil }
-        return milliseconds(date.timeIntervalSince(now))
-    }
-
-    /// The longest delay represented exactly: about 31,700 years, far beyond any retry limit, and small enough
-    /// that its milliseconds fit an `Int` (`"retry-after: 1e300"` trapped the conversion; found by scripts/fuzz).
-    static let longestDelay: Double = 1e12
-
-    /// `seconds` as a positive duration with millisecond precision, clamped to ``longestDelay``; nil when not positive.
-    private static func milliseconds(_ seconds: Double) -> Duration? {
-        guard seconds > 0 else { return nil }
-        return .milliseconds(Int((min(seconds, longestDelay) * 1000).rounded()))
-    }
-
-    /// The delay a response asks for: `Retry-After` measured from the response's own `Date` header when present
-    /// (so clock skew between us and the server does not matter), otherwise from `now`.
-    package static func delay(in response: APIResponse, now: Date = Date()) -> Duration? {
-        let reference = response.header("date").flatMap(httpDate) ?? now
-        return delay(response.header("retry-after"), now: reference)
-    }
-
-    /// Parses IMF-fixdate, and the obsolete RFC 850 and asctime forms (the transport's parser, which also refuses
-    /// non-ASCII text before it reaches DateFormatter).
-    package static func httpDate(_ text: String) -> Date? {
-        RetryAfter.httpDate(text)
+extension APIResponse {
+    /// The wait this response's `Retry-After` asks for (``RetryAfter``, measured from its own `Date` header), when it
+    /// asks for one: a zero or past value is no hint at all (Giphy sends `retry-after: 0` on every answer), so the
+    /// caller's backoff decides.
+    package var retryAfterHint: Duration? {
+        RetryAfter.delay(header("retry-after"), date: header("date")).flatMap { $0 > .zero ? $0 : nil }
     }
 }
 
@@ -67,11 +36,11 @@ struct ProviderFailure {
             }
             return .permanent(message: message)
         case 429:
-            let hint = RetryAfterHeader.delay(in: response) ?? Self.delayMentioned(in: detail)
+            let hint = response.retryAfterHint ?? Self.delayMentioned(in: detail)
             return .rateLimited(retryAfter: hint, message: message)
-        case 503 where RetryAfterHeader.delay(in: response) != nil:
+        case 503 where response.retryAfterHint != nil:
             // DESIGN: Retry-After is honoured on 503 too; rateLimited is the case that carries the delay.
-            return .rateLimited(retryAfter: RetryAfterHeader.delay(in: response), message: message)
+            return .rateLimited(retryAfter: response.retryAfterHint, message: message)
         case 408, 500...599:
             return .transient(message: message)
         case 400...499:
