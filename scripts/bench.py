@@ -30,7 +30,7 @@ import threading
 import time
 import zlib
 
-from mirrorscripts import free_port, wait_for_port  # the scripts' shared helpers
+from mirrorscripts import emulator_environment, free_port, median, stop, wait_for_port  # the scripts' shared helpers
 
 CORPUS_VERSION = 1
 TAG = b"MIRROR-BENCH-VARIANT:000000000000"  # replaced by a unique number in every variant, same length
@@ -147,18 +147,39 @@ def calibrate(np_rng):
     return bpp
 
 
-def generate_corpus(directory, count, seed=6):
-    """`count` distinct images (file names i000001.jpg …) from a few hundred base images; cached."""
+def cached_corpus(directory, fits):
+    """The corpus `write_corpus` left in `directory` if it is of this CORPUS_VERSION and `fits(files)`, else None."""
     index_path = os.path.join(directory, "index.json")
     if os.path.exists(index_path):
         with open(index_path) as f:
             index = json.load(f)
-        if index.get("version") == CORPUS_VERSION and len(index["files"]) == count:
+        if index.get("version") == CORPUS_VERSION and fits(index["files"]):
             return index
-    import numpy as np
-    started = time.monotonic()
+    return None
+
+
+def write_corpus(directory, images):
+    """Replaces `directory` with the (name, bytes) of `images` and their index.json; returns the index."""
     shutil.rmtree(directory, ignore_errors=True)
     os.makedirs(directory)
+    files = []
+    for name, data in images:
+        with open(os.path.join(directory, name), "wb") as f:
+            f.write(data)
+        files.append([name, len(data), digest_bytes(data)])
+    index = {"version": CORPUS_VERSION, "files": files}
+    with open(os.path.join(directory, "index.json"), "w") as f:
+        json.dump(index, f)
+    return index
+
+
+def generate_corpus(directory, count, seed=6):
+    """`count` distinct images (file names i000001.jpg …) from a few hundred base images; cached."""
+    index = cached_corpus(directory, lambda files: len(files) == count)
+    if index is not None:
+        return index
+    import numpy as np
+    started = time.monotonic()
     rng = random.Random(seed)
     np_rng = np.random.default_rng(seed)
     bpp = calibrate(np_rng)
@@ -173,46 +194,29 @@ def generate_corpus(directory, count, seed=6):
     log(f"bench: {sum(bases_per_format.values())} base images in {time.monotonic() - started:.1f}s")
     formats = [fmt for fmt, _ in FORMAT_MIX]
     weights = [share for _, share in FORMAT_MIX]
-    files = []
-    for number in range(1, count + 1):
-        fmt = rng.choices(formats, weights)[0]
-        data = variant(rng.choice(bases[fmt]), fmt, number)
-        name = f"i{number:06d}.{fmt}"
-        with open(os.path.join(directory, name), "wb") as f:
-            f.write(data)
-        files.append([name, len(data), digest_bytes(data)])
-    index = {"version": CORPUS_VERSION, "files": files}
-    with open(index_path, "w") as f:
-        json.dump(index, f)
-    total = sum(size for _, size, _ in files)
+
+    def images():
+        for number in range(1, count + 1):
+            fmt = rng.choices(formats, weights)[0]
+            yield f"i{number:06d}.{fmt}", variant(rng.choice(bases[fmt]), fmt, number)
+
+    index = write_corpus(directory, images())
+    total = sum(size for _, size, _ in index["files"])
     log(f"bench: corpus of {count} images, {total / 1e6:.0f} MB, in {time.monotonic() - started:.1f}s: {directory}")
     return index
 
 
 def generate_small_corpus(directory, count, seed=7):
     """`count` distinct tiny PNGs (about 3 KB) for the scaling run; cached."""
-    index_path = os.path.join(directory, "index.json")
-    if os.path.exists(index_path):
-        with open(index_path) as f:
-            index = json.load(f)
-        if index.get("version") == CORPUS_VERSION and len(index["files"]) >= count:
-            return index
+    index = cached_corpus(directory, lambda files: len(files) >= count)
+    if index is not None:
+        return index
     import numpy as np
     started = time.monotonic()
-    shutil.rmtree(directory, ignore_errors=True)
-    os.makedirs(directory)
     np_rng = np.random.default_rng(seed)
     bases = [encode(picture(np_rng, 32, 32, 60), "png") for _ in range(40)]
-    files = []
-    for number in range(1, count + 1):
-        data = variant(bases[number % len(bases)], "png", number)
-        name = f"s{number:06d}.png"
-        with open(os.path.join(directory, name), "wb") as f:
-            f.write(data)
-        files.append([name, len(data), digest_bytes(data)])
-    index = {"version": CORPUS_VERSION, "files": files}
-    with open(index_path, "w") as f:
-        json.dump(index, f)
+    index = write_corpus(directory, ((f"s{number:06d}.png", variant(bases[number % len(bases)], "png", number))
+                                     for number in range(1, count + 1)))
     log(f"bench: small corpus of {count} PNGs in {time.monotonic() - started:.1f}s")
     return index
 
@@ -307,13 +311,7 @@ http {{
         self.latency = latency_ms
 
     def stop(self):
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGQUIT)
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop(self.process, signal.SIGQUIT)  # nginx's graceful shutdown
 
 
 class BenchServer:
@@ -332,13 +330,7 @@ class BenchServer:
         wait_for_port(self.port)
 
     def stop(self):
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop(self.process)
 
 
 # ---------------------------------------------------------------- output file systems
@@ -708,17 +700,7 @@ def search_benchmark(args, mirror, emulator, scratch, logs):
     env["XDG_CACHE_HOME"] = os.path.join(scratch, "xdg-cache")
     env["no_proxy"] = "127.0.0.1,localhost"
     try:
-        deadline = time.monotonic() + 30
-        variables = {}
-        while time.monotonic() < deadline:
-            line = process.stdout.readline()
-            if not line:
-                break
-            if "=" in line:
-                key, value = line.strip().split("=", 1)
-                variables[key] = value
-            if sum(k.endswith("_ENDPOINT") for k in variables) >= 8 and len(variables) >= 15:
-                break
+        variables = emulator_environment(process)
         if not any(k.endswith("_ENDPOINT") for k in variables):
             return {"skipped": "mirror-emulator printed no MIRROR_*_ENDPOINT variables"}
         env.update(variables)
@@ -756,19 +738,10 @@ def search_benchmark(args, mirror, emulator, scratch, logs):
             f"pages {summary.get('pages')}")
         return record
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process)
 
 
 # ---------------------------------------------------------------- report
-
-def median(values):
-    return statistics.median(values) if values else float("nan")
-
 
 def aggregate(records):
     """The cells of the results tables, keyed by (fs, latency, concurrency, tool): medians over the good runs."""
@@ -1018,6 +991,14 @@ def write_report(path, chart_name, args, info, table, records, scaling, search, 
     lines = []
     add = lines.append
     filesystems = measured_filesystems(where)
+
+    def table_per_filesystem(write_table):
+        for fs in filesystems:
+            add("")
+            add(f"### {fs_heading(fs, where, args.root)}")
+            add("")
+            write_table(add, table, fs, tools, latencies, concurrencies)
+
     title = "# Benchmarks"
     add(title)
     add("")
@@ -1078,22 +1059,14 @@ def write_report(path, chart_name, args, info, table, records, scaling, search, 
     add("## Results: tool × concurrency × latency")
     add("")
     add("Once per file system the output went to" + (", tmpfs first." if len(filesystems) > 1 else "."))
-    for fs in filesystems:
-        add("")
-        add(f"### {fs_heading(fs, where, args.root)}")
-        add("")
-        results_table(add, table, fs, tools, latencies, concurrencies)
+    table_per_filesystem(results_table)
     add("")
     add("## mirror relative to each peer")
     add("")
     add("Throughput ratio = mirror images/s ÷ peer images/s (above 1: mirror is faster). CPU ratio = mirror CPU per "
         "image ÷ peer CPU per image (below 1: mirror is cheaper). wget is compared with mirror at the same latency "
         "and the lowest concurrency. Both tools' output on the same file system.")
-    for fs in filesystems:
-        add("")
-        add(f"### {fs_heading(fs, where, args.root)}")
-        add("")
-        peer_table(add, table, fs, tools, latencies, concurrencies)
+    table_per_filesystem(peer_table)
     add("")
     add("## mirror against curl, paired by repetition (issue 14)")
     add("")

@@ -33,10 +33,10 @@ import os
 import shutil
 import statistics
 import sys
-import tarfile
 
 sys.path.insert(0, os.path.dirname(__file__))
 import bench  # noqa: E402  (the corpus, nginx and the measuring are shared with scripts/bench)
+from mirrorscripts import median, tar_members  # noqa: E402
 
 HEADING = "## Datasets: mirror vs img2dataset"
 START, END = "<!-- bench-datasets:start -->", "<!-- bench-datasets:end -->"
@@ -218,21 +218,19 @@ def inspect(out, resized):
     for name in sorted(os.listdir(out)) if os.path.isdir(out) else []:
         if not name.endswith(".tar"):
             continue
-        with tarfile.open(os.path.join(out, name)) as tar:
-            for member in tar:
-                if not member.isfile() or extension(member.name) in METADATA:
-                    continue
-                data = tar.extractfile(member).read()
-                ext = member.name.rsplit(".", 1)[-1] if "." in member.name else ""
-                seen["samples"] += 1
-                seen["extensions"][ext] = seen["extensions"].get(ext, 0) + 1
-                seen["jpeg"] += ext == "jpg" and data[:3] == b"\xff\xd8\xff"
-                seen["as_served"] += bench.digest_bytes(data) in served_digests
-                if resized:
-                    try:
-                        seen["square"] += Image.open(io.BytesIO(data)).size == (256, 256)
-                    except Exception:  # noqa: BLE001  (not an image: counted as not square)
-                        pass
+        for member, data in tar_members(os.path.join(out, name)):
+            if data is None or extension(member) in METADATA:
+                continue
+            ext = member.rsplit(".", 1)[-1] if "." in member else ""
+            seen["samples"] += 1
+            seen["extensions"][ext] = seen["extensions"].get(ext, 0) + 1
+            seen["jpeg"] += ext == "jpg" and data[:3] == b"\xff\xd8\xff"
+            seen["as_served"] += bench.digest_bytes(data) in served_digests
+            if resized:
+                try:
+                    seen["square"] += Image.open(io.BytesIO(data)).size == (256, 256)
+                except Exception:  # noqa: BLE001  (not an image: counted as not square)
+                    pass
     return seen
 
 
@@ -295,10 +293,6 @@ finally:
 results_name = "results-datasets-formats.json" if args.formats_only else "results-datasets.json"
 with open(os.path.join(args.build_dir, results_name), "w") as handle:
     json.dump({"command": command_line, "records": records}, handle, indent=1)
-
-
-def median(values):
-    return statistics.median(list(values))
 
 
 def of(key):

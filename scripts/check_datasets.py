@@ -40,7 +40,6 @@ import os
 import random
 import subprocess
 import sys
-import tarfile
 import tempfile
 from dataclasses import dataclass, field
 
@@ -48,7 +47,8 @@ import datasets
 import webdataset as wds
 from PIL import Image, ImageStat
 
-from mirrorscripts import Checks, emulator_environment, free_port, requests_logged, start_file_server, stop
+from mirrorscripts import (Checks, emulator_environment, free_port, requests_logged, start_file_server, stop,
+                           tar_members)
 
 MIRROR = sys.argv[1]
 EMULATOR = sys.argv[2]
@@ -252,10 +252,9 @@ def read_shards(directory):
     shards = {}
     for name in sorted(n for n in os.listdir(directory) if n.endswith(".tar")):
         samples = shards.setdefault(name, {})
-        with tarfile.open(os.path.join(directory, name)) as tar:
-            for member in tar.getmembers():
-                key, _, extension = os.path.basename(member.name).partition(".")
-                samples.setdefault(key, {})[extension] = tar.extractfile(member).read()
+        for member, data in tar_members(os.path.join(directory, name)):
+            key, _, extension = os.path.basename(member).partition(".")
+            samples.setdefault(key, {})[extension] = data
     return shards
 
 

@@ -52,7 +52,6 @@ CHECK_S3_REPORT=FILE writes every run and measurement as JSON; CHECK_S3_KEEP=1 k
 import hashlib
 import http.client
 import http.server
-import io
 import json
 import os
 import random
@@ -63,7 +62,6 @@ import socketserver
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import threading
 import time
@@ -73,7 +71,7 @@ import botocore.config
 import botocore.exceptions
 
 from mirrorscripts import (CheckFailed, Checks, free_port, png, requests_logged, start_file_server, stop,
-                           wait_for_port)
+                           tar_members, wait_for_port)
 
 SHARD = 40
 PART = 5 * 1024 * 1024
@@ -352,10 +350,9 @@ def read_shards(files):
             continue
         shard = shards.setdefault(int(match[1]), {})
         if match[2] == ".tar":
-            with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as archive:
-                members = archive.getmembers()
-                shard["order"] = [m.name for m in members]
-                shard["tar"] = {m.name: archive.extractfile(m).read() for m in members if m.isfile()}
+            members = list(tar_members(data))
+            shard["order"] = [member for member, _ in members]
+            shard["tar"] = {member: content for member, content in members if content is not None}
         elif match[2] == ".jsonl":
             shard["jsonl"] = [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
         else:

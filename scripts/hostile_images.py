@@ -4,12 +4,13 @@ import json
 import os
 import signal
 import subprocess
-import tarfile
 import tempfile
 import time
 from pathlib import Path
 
 from PIL import Image
+
+from mirrorscripts import tar_members
 
 MODES = {
     "center-crop": ["--resize", "center-crop", "--size", "224"],
@@ -68,17 +69,15 @@ def outcome(record, out):
         return "no record", None
     if record["status"] != "success":
         return f"{record['status']} {record.get('reason') or ''}".strip(), None
-    with tarfile.open(next(Path(out).glob("[0-9]*.tar"))) as tar:
-        for member in tar.getmembers():
-            if member.name.startswith(record["key"] + ".") and not member.name.endswith((".json", ".txt")):
-                data = tar.extractfile(member).read()
-                path = Path(out) / ("saved-" + member.name)
-                path.write_bytes(data)
-                try:
-                    with Image.open(path) as image:
-                        return f"saved {image.width}×{image.height}", pillow_mean(path)
-                except Exception as error:  # noqa: BLE001 — Pillow's refusal is the finding
-                    return f"saved (Pillow refuses it: {type(error).__name__})", None
+    for member, data in tar_members(next(Path(out).glob("[0-9]*.tar"))):
+        if member.startswith(record["key"] + ".") and not member.endswith((".json", ".txt")):
+            path = Path(out) / ("saved-" + member)
+            path.write_bytes(data)
+            try:
+                with Image.open(path) as image:
+                    return f"saved {image.width}×{image.height}", pillow_mean(path)
+            except Exception as error:  # noqa: BLE001 — Pillow's refusal is the finding
+                return f"saved (Pillow refuses it: {type(error).__name__})", None
     return "saved", None
 
 

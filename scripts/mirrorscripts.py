@@ -1,17 +1,21 @@
-"""What the Python scripts in scripts/ share: a PNG maker, loopback ports, an image server that can play an
-overloaded host, stopping a server, mirror-emulator's variables, and the pass/fail reporter of the checking scripts.
+"""What the Python scripts in scripts/ share: a PNG maker, the tar reader for WebDataset shards, a median, loopback
+ports, an image server that can play an overloaded host, stopping a server, mirror-emulator's variables, and the
+pass/fail reporter of the checking scripts.
 
 Standard library only: slurm_check.py runs on the system python3, the others in virtualenvs of their own. A script
 imports it by name (`from mirrorscripts import ...`): running a script by its path (`python3 scripts/x.py`, as every
 wrapper does) puts the script's own folder first on sys.path, whatever the working directory.
 """
 import http.server
+import io
 import os
 import signal
 import socket
+import statistics
 import struct
 import subprocess
 import sys
+import tarfile
 import time
 import traceback
 import zlib
@@ -33,6 +37,30 @@ def png(width, height, pixels, text=None, level=6):
     comment = chunk(b"tEXt", b"Comment\x00" + text.encode()) if text is not None else b""
     return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
             + comment + chunk(b"IDAT", zlib.compress(raw, level)) + chunk(b"IEND", b""))
+
+
+# ---------------------------------------------------------------- shards and measurements
+
+def tar_members(source):
+    """A tar's members (a WebDataset shard's) in the tar's order: (name, bytes), the bytes read one member at a time,
+    so that a shard of hundreds of MB is never whole in memory. `source` is a path, the tar's bytes or a binary file
+    object. A member that is not a regular file (a directory, a link) comes with None: mirror writes none, so a check
+    sees it for what it is rather than a link's target.
+
+    Samples are the callers' to group: each script splits a name into key and extension its own way."""
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        source = io.BytesIO(source)
+    opened = tarfile.open(source) if isinstance(source, (str, os.PathLike)) else tarfile.open(fileobj=source)
+    with opened as tar:
+        for member in tar.getmembers():  # every header first: a damaged one fails the shard before any member is used
+            yield member.name, tar.extractfile(member).read() if member.isfile() else None
+
+
+def median(values):
+    """The median of an iterable; NaN when it is empty (a benchmark cell whose runs all failed), so a report can
+    still be written."""
+    values = list(values)
+    return statistics.median(values) if values else float("nan")
 
 
 # ---------------------------------------------------------------- servers on loopback

@@ -15,9 +15,8 @@ import json
 import os
 import random
 import sys
-import tarfile
 
-from mirrorscripts import Checks, free_port, png, wait_for_port
+from mirrorscripts import Checks, free_port, png, tar_members, wait_for_port
 
 # Members of a WebDataset sample that are not the image: the record and the caption.
 SIDE_FILES = (".json", ".txt")
@@ -66,8 +65,7 @@ def read_folder(out):
             members = None
             tar = os.path.join(out, f"{number:05d}.tar")
             if os.path.exists(tar):
-                with tarfile.open(tar) as t:
-                    members = [m.name for m in t.getmembers() if m.isfile()]
+                members = [member for member, data in tar_members(tar) if data is not None]
             shards[number] = (records, stats, members)
     return shards
 
