@@ -12,6 +12,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.0"),
+        .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
         .package(url: "https://github.com/yaslab/CSV.swift", from: "2.5.0"),
         .package(url: "https://github.com/adam-fowler/compress-nio", from: "1.5.0"),
@@ -88,6 +89,8 @@ let package = Package(
                 "MirrorImages",
                 "CCodecs",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "DequeModule", package: "swift-collections"),  // the slot machine's queues
+                .product(name: "HeapModule", package: "swift-collections"),
             ]
         ),
         // Searching: one file per API's provider, the API client, the paginator and the feed. No CSV, no gzip.

@@ -6,13 +6,14 @@ import MirrorTransport
 
 /// Downloads images concurrently into folders, verifies every one, and retries politely.
 ///
-/// One scheduler: an `OperationQueue` of asynchronous `ImageDownloadOperation`s decides what runs (at most
-/// `concurrency` at once, each cancellable on its own), and its own threads verify each image when its transfer ends.
-/// In front of it, under the manager's one lock, a ``HostLimits`` value keeps every host under `perHost` requests and
-/// holds throttled hosts back; it is told what happened and answers with the downloads to start. One
-/// `CurlMultiDriver` thread does all the I/O. A failed attempt is retried by `RetryPolicy` (never sooner than a
-/// `Retry-After` asks) as a fresh operation, so a waiting retry holds no slot; one timer wakes the retries and the
-/// slowed-down hosts whose time has come.
+/// One decision point: under the manager's one lock, a ``SlotMachine`` value decides when every attempt starts — at
+/// most `concurrency` at once, `perHost` per host, a host's `--host-rate` spacing taken at the start, 429 slow-downs,
+/// retry waits. It is told what happened and answers with actions; the manager carries them out. An `OperationQueue`
+/// of cancellable asynchronous `ImageDownloadOperation`s is the executor: it runs what the machine starts and holds
+/// nothing back, and its threads verify (and transform) each image when its transfer ends. `CurlMultiDriver` threads
+/// do the I/O. A failed attempt is retried by `RetryPolicy` (never sooner than a `Retry-After` asks) as a fresh
+/// operation, so a waiting retry holds no slot; one timer wakes the machine when a retry falls due or a host's
+/// slow-down or spacing ends.
 ///
 /// Each download ends in exactly one `DownloadResult`, delivered on an arbitrary thread: a
 /// `VerifiedImage` in a temporary file inside the request's folder (publish it with `AtomicFile`, or
@@ -70,7 +71,7 @@ public final class DownloadManager: Sendable {
 
     public let configuration: Configuration
 
-    /// The one scheduler: decides what runs (at most `concurrency` operations), and its threads run each operation's
+    /// The executor: runs each operation the slot machine starts, at once, and its threads run each operation's
     /// verification when its transfer ends.
     private let queue: OperationQueue
     /// The transport.
@@ -82,32 +83,27 @@ public final class DownloadManager: Sendable {
 
     private struct Ticket {
         let request: DownloadRequest
-        let host: String
         let completion: @Sendable (DownloadResult) -> Void
         var attempt = 1
-        var phase = Phase.waitingForHost
+        /// The attempt holding a slot, while one does (the machine knows whether it waits, runs or waits to retry).
+        var operation: ImageDownloadOperation?
         var cancelled = false
-    }
-
-    private enum Phase {
-        /// Waiting in ``HostLimits`` for a slot on its host.
-        case waitingForHost
-        /// An operation holds a slot on the host (queued for a thread, or transferring, or verifying).
-        case running(ImageDownloadOperation)
-        /// Between attempts, until this time, holding no slot.
-        case waitingForRetry(until: ContinuousClock.Instant)
     }
 
     private struct State {
         var tickets: [Int: Ticket] = [:]
         var nextID = 0
-        var limits: HostLimits
+        var slots: SlotMachine
         var idleWaiters: [CheckedContinuation<Void, Never>] = []
         var random = SystemRandomNumberGenerator()
-        /// Tickets in ``Phase/waitingForRetry(until:)``.
-        var retriesWaiting = 0
-        /// The one timer (retry delays and host slow-downs): when it fires, and its task.
+        /// The one timer: when it fires, and its task.
         var timer: (deadline: ContinuousClock.Instant, task: Task<Void, Never>)?
+    }
+
+    /// What the machine's actions come to, carried out once the lock is released.
+    private struct Work {
+        var operations: [ImageDownloadOperation] = []
+        var wake: ContinuousClock.Instant?
     }
 
     /// Builds a manager; it makes its own ``CurlMultiDriver`` unless given a loader (which it then does not shut down).
@@ -124,8 +120,11 @@ public final class DownloadManager: Sendable {
         queue = OperationQueue()
         queue.name = "mirror.downloads"
         queue.underlyingQueue = threads
-        queue.maxConcurrentOperationCount = max(1, configuration.concurrency)
-        let state = Locked(State(limits: HostLimits(perHost: configuration.perHost, rate: configuration.hostRate)))
+        // No limit here: the slot machine admits at most `concurrency`, and a limit here too would hold back, for a moment,
+        // an attempt started while the queue had yet to count one that just finished.
+        queue.maxConcurrentOperationCount = OperationQueue.defaultMaxConcurrentOperationCount
+        let slots = SlotMachine(concurrency: configuration.concurrency, perHost: configuration.perHost, rate: configuration.hostRate)
+        let state = Locked(State(slots: slots))
         self.state = state
         var template = TransferRequest(url: URL(string: "http://localhost/")!)
         template.userAgent = configuration.userAgent
@@ -155,7 +154,7 @@ public final class DownloadManager: Sendable {
     private static func reserving(in state: Locked<State>, sleeper: Sleeper) -> @Sendable (String) -> Duration {
         { host in
             let now = sleeper.now()
-            let start: ContinuousClock.Instant? = state.withLock { $0.limits.reserveStart(host: host, now: now) }
+            let start: ContinuousClock.Instant? = state.withLock { $0.slots.reserveStart(host: host, now: now) }
             return (start ?? now) - now
         }
     }
@@ -166,16 +165,14 @@ public final class DownloadManager: Sendable {
     @discardableResult
     public func download(_ request: DownloadRequest, completion: @escaping @Sendable (DownloadResult) -> Void) -> DownloadTicket {
         let now = configuration.sleeper.now()
-        let (id, admission, operation) = state.withLock { state -> (Int, HostLimits.Admission, ImageDownloadOperation?) in
+        let (id, work) = state.withLock { state -> (Int, Work) in
             state.nextID += 1
             let id = state.nextID
-            state.tickets[id] = Ticket(request: request, host: request.url.host ?? "", completion: completion)
-            let admission = state.limits.request(id, host: request.url.host ?? "", now: now)
-            return (id, admission, admission == .start ? start(id, in: &state) : nil)
+            state.tickets[id] = Ticket(request: request, completion: completion)
+            return (id, carryOut(state.slots.submit(id, host: request.url.host ?? "", now: now), in: &state))
         }
         context.emit(.queued(request.url))
-        if let operation { queue.addOperation(operation) }
-        if admission == .waitForTime { armTimer() }
+        run(work)
         return DownloadTicket(id: id, manager: self)
     }
 
@@ -197,14 +194,14 @@ public final class DownloadManager: Sendable {
     public func noteRequest(host: String) {
         guard configuration.hostRate != nil else { return }
         let now = configuration.sleeper.now()
-        state.withLock { $0.limits.noteRequest(host: host, now: now) }
+        state.withLock { $0.slots.noteRequest(host: host, now: now) }
     }
 
     /// Downloads in progress or waiting (including waiting retries).
     public var pendingCount: Int { state.withLock { $0.tickets.count } }
 
     /// Hosts with per-host state kept (limits, slow-downs, waiting downloads).
-    var trackedHostCount: Int { state.withLock { $0.limits.hostCount } }
+    var trackedHostCount: Int { state.withLock { $0.slots.hostCount } }
 
     /// Returns when no download is pending.
     public func waitUntilIdle() async {
@@ -244,20 +241,17 @@ public final class DownloadManager: Sendable {
     private func cancel(ids: [Int]) {
         var running: [ImageDownloadOperation] = []
         var ended: [Int] = []
+        let now = configuration.sleeper.now()
         state.withLock { state in
             for id in ids {
                 guard var ticket = state.tickets[id], !ticket.cancelled else { continue }
                 ticket.cancelled = true
                 state.tickets[id] = ticket
-                switch ticket.phase {
-                case let .running(operation):
-                    running.append(operation)
-                case .waitingForRetry:
-                    // Nothing to stop: end now rather than when the (maybe 30 s) timer fires.
-                    state.retriesWaiting -= 1
+                if state.slots.cancel(id, now: now) {
+                    // Waiting for a slot or for its retry: nothing to stop, so it ends now (not when a 30-s timer fires).
                     ended.append(id)
-                case .waitingForHost:
-                    if state.limits.withdraw(id, host: ticket.host) { ended.append(id) }
+                } else if let operation = ticket.operation {
+                    running.append(operation)
                 }
             }
         }
@@ -267,29 +261,52 @@ public final class DownloadManager: Sendable {
 
     // MARK: Attempts
 
-    /// Makes the operation of a ticket that just got a slot on its host (under the lock; the caller adds it to the queue).
+    /// Carries out the machine's actions under the lock: makes the operations of the attempts that start (the caller
+    /// adds them to the queue) and notes when to wake.
+    private func carryOut(_ actions: [SlotMachine.Action], in state: inout State) -> Work {
+        var work = Work()
+        for action in actions {
+            switch action {
+            case let .start(id):
+                if let operation = start(id, in: &state) { work.operations.append(operation) }
+            case let .wake(at):
+                work.wake = at
+            }
+        }
+        return work
+    }
+
+    /// Runs what the lock decided.
+    private func run(_ work: Work) {
+        for operation in work.operations { queue.addOperation(operation) }
+        if let wake = work.wake { armTimer(for: wake) }
+    }
+
+    /// Makes the operation of an attempt that just got its slot (under the lock; the caller adds it to the queue).
     private func start(_ id: Int, in state: inout State) -> ImageDownloadOperation? {
         guard var ticket = state.tickets[id] else { return nil }
         let operation = ImageDownloadOperation(request: ticket.request, attempt: ticket.attempt, context: context) { [self] outcome in
             attemptFinished(id, outcome: outcome)
         }
         if ticket.cancelled { operation.cancel() }
-        ticket.phase = .running(operation)
+        ticket.operation = operation
         state.tickets[id] = ticket
         return operation
     }
 
-    /// What follows an attempt, decided under one lock: the host's limits, the retry, and the downloads that start.
+    /// What follows an attempt, decided under one lock: the host's limits, the retry, and the attempts that start.
     private func attemptFinished(_ id: Int, outcome: ImageDownloadOperation.Outcome) {
         let now = configuration.sleeper.now()
         enum Next {
             case end(DownloadResult)
             case retry(URL, attempt: Int, delay: Duration, reason: String)
         }
-        let (next, starts, needsTimer) = state.withLock { state -> (Next?, [ImageDownloadOperation], Bool) in
-            guard var ticket = state.tickets[id] else { return (nil, [], false) }
+        let (next, work) = state.withLock { state -> (Next?, Work) in
+            guard var ticket = state.tickets[id] else { return (nil, Work()) }
+            ticket.operation = nil
             let next: Next
-            let hostOutcome: HostLimits.Outcome
+            let hostOutcome: SlotMachine.Outcome
+            var retryAt: ContinuousClock.Instant?
             switch outcome {
             case let .verified(image):
                 hostOutcome = .success
@@ -309,18 +326,13 @@ public final class DownloadManager: Sendable {
                     next = .end(.failure(ticket.cancelled ? .cancelled : error))
                 case let .retry(delay):
                     ticket.attempt += 1
-                    ticket.phase = .waitingForRetry(until: now + delay)
-                    state.tickets[id] = ticket
-                    state.retriesWaiting += 1
+                    retryAt = now + delay
                     next = .retry(ticket.request.url, attempt: ticket.attempt, delay: delay, reason: error.description)
                 }
             }
-            let ids = state.limits.finished(host: ticket.host, outcome: hostOutcome, now: now)
-            let needsTimer: Bool = switch (next, hostOutcome) {
-            case (.retry, _), (_, .throttled(retryAfter: .some)): true
-            default: state.limits.spacing != nil  // a host's next download may wait for its spacing
-            }
-            return (next, ids.compactMap { start($0, in: &state) }, needsTimer)
+            state.tickets[id] = ticket
+            let actions = state.slots.finished(id, outcome: hostOutcome, retryAt: retryAt, now: now)
+            return (next, carryOut(actions, in: &state))
         }
         switch next {
         case nil:
@@ -333,18 +345,13 @@ public final class DownloadManager: Sendable {
         case let .retry(url, attempt, delay, reason):
             context.emit(.retrying(url, attempt: attempt, delay: delay, reason: reason))
         }
-        for operation in starts { queue.addOperation(operation) }
-        if needsTimer { armTimer() }
+        run(work)
     }
 
-    /// Arms the one timer for the earliest retry or host slow-down, unless it is already set for that time or sooner.
-    private func armTimer() {
+    /// Arms the one timer for `deadline`, unless it is already set for that time or sooner.
+    private func armTimer(for deadline: ContinuousClock.Instant) {
         let sleeper = configuration.sleeper
         state.withLock { state in
-            let retry = state.retriesWaiting == 0 ? nil : state.tickets.values.lazy.compactMap { ticket -> ContinuousClock.Instant? in
-                if case let .waitingForRetry(until) = ticket.phase { until } else { nil }
-            }.min()
-            guard let deadline = [retry, state.limits.nextDeadline].compactMap({ $0 }).min() else { return }
             if let timer = state.timer, timer.deadline <= deadline { return }
             state.timer?.task.cancel()
             let delay = deadline - sleeper.now()
@@ -356,25 +363,14 @@ public final class DownloadManager: Sendable {
         }
     }
 
-    /// Retries whose delay is over ask their hosts again; hosts whose slow-down ended let their waiting downloads start.
+    /// Time passed: the machine queues the retries that fell due and starts what may start now.
     private func timerFired(_ deadline: ContinuousClock.Instant) {
         let now = max(configuration.sleeper.now(), deadline)
-        let starts = state.withLock { state -> [ImageDownloadOperation] in
+        let work = state.withLock { state -> Work in
             if state.timer?.deadline == deadline { state.timer = nil }
-            var ids = state.limits.wake(now: now)
-            let due = state.retriesWaiting == 0 ? [] : state.tickets.compactMap { id, ticket -> (Int, String)? in
-                guard case let .waitingForRetry(until) = ticket.phase, until <= now else { return nil }
-                return (id, ticket.host)
-            }
-            for (id, host) in due {
-                state.tickets[id]?.phase = .waitingForHost
-                state.retriesWaiting -= 1
-                if state.limits.request(id, host: host, now: now) == .start { ids.append(id) }
-            }
-            return ids.compactMap { start($0, in: &state) }
+            return carryOut(state.slots.tick(now: now), in: &state)
         }
-        for operation in starts { queue.addOperation(operation) }
-        armTimer()
+        run(work)
     }
 
     private func end(_ id: Int, _ result: DownloadResult) {

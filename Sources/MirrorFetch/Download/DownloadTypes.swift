@@ -17,6 +17,9 @@ public struct DownloadRequest: Sendable {
     /// The hosts' robots.txt, asked on the download's own slot before its transfer (so the fetch counts within
     /// `--concurrency` and `--per-host`, and the image follows on the connection robots.txt came over); nil asks none.
     public var robots: RobotsGate?
+    /// What a verified image goes through before its download ends, on the download's slot (so that decoding and
+    /// encoding count within `--concurrency`); nil for nothing.
+    package var transform: DownloadTransform?
 
     public init(url: URL, directory: URL, filter: ImageFilter? = nil, optOut: OptOutPolicy? = nil, robots: RobotsGate? = nil) {
         self.url = url
@@ -24,6 +27,29 @@ public struct DownloadRequest: Sendable {
         self.filter = filter
         self.optOut = optOut
         self.robots = robots
+    }
+}
+
+/// A run's transform (`--resize`, `--encode`) with what bounds its decoding: the memory the transforms at once share,
+/// and the journal that remembers a decoder's crash.
+package struct DownloadTransform: Sendable {
+    package var transform: ImageTransform
+    package var budget: DecodeBudget?
+    package var journal: DecodeJournal?
+
+    package init(_ transform: ImageTransform, budget: DecodeBudget?, journal: DecodeJournal?) {
+        self.transform = transform
+        self.budget = budget
+        self.journal = journal
+    }
+
+    /// The transformed image (in a new temporary file; the old one is gone either way), or why there is none.
+    func apply(to image: VerifiedImage) -> Result<VerifiedImage, DownloadError> {
+        do throws(ImageTransform.Failure) {
+            return .success(try transform.apply(to: image, validator: ImageValidator(), budget: budget, journal: journal))
+        } catch {
+            return .failure(.transformFailed(error))
+        }
     }
 }
 

@@ -8,9 +8,9 @@ import MirrorTransport
 /// temporary file in the destination folder (hashing as it goes), verifies the bytes, and finishes
 /// from its transfer's completion.
 ///
-/// The transfer runs on the shared multi driver; this operation holds a queue slot while it is in flight. When the
-/// transfer ends, the operation verifies the body on the download queue's own threads (never on the driver thread)
-/// and only then finishes.
+/// The transfer runs on the shared multi driver; this operation holds a slot (``SlotMachine``) while it is in flight.
+/// When the transfer ends, the operation verifies the body on the download queue's own threads (never on the driver
+/// thread), transforms it when the request asks for that, and only then finishes.
 /// Cancelling cancels the transfer at once; the temporary file is always removed unless the outcome
 /// is a verified image, which then belongs to whoever publishes it.
 final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
@@ -100,7 +100,15 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
         if isCancelled { task.cancel() }
     }
 
+    /// Ends the attempt: a verified image first goes through the request's transform, on this slot.
     private func end(_ outcome: Outcome) {
+        var outcome = outcome
+        if case let .verified(image) = outcome, let transform = request.transform, !isCancelled {
+            switch transform.apply(to: image) {
+            case let .success(transformed): outcome = .verified(transformed)
+            case let .failure(error): outcome = .failed(error, retryable: false, retryAfter: nil, throttled: false)
+            }
+        }
         finish()
         completion(outcome)
     }

@@ -40,7 +40,7 @@ public struct ImageTransform: Sendable, Hashable {
     }
 
     /// Why a transform failed.
-    public struct Failure: Error, Sendable, CustomStringConvertible {
+    public struct Failure: Error, Sendable, Equatable, CustomStringConvertible {
         /// What kind of failure, which names it in records and summaries.
         public enum Kind: Sendable, Equatable {
             /// The image does not decode cleanly (corrupt or cut-short data, decoder warnings, a frame without rows).
