@@ -20,6 +20,8 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
     case optedOut(String)
     /// Its host's robots.txt does not let mirror fetch it (why, as `RobotsGate` says it).
     case disallowed(String)
+    /// The image was verified, but the run's transform (`--resize`, `--encode`) could not make it.
+    case transformFailed(ImageTransform.Failure)
     /// Cancelled before it finished.
     case cancelled
 
@@ -32,6 +34,7 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
         case let .filesystem(error): error.description
         case let .optedOut(directive): "opted out: X-Robots-Tag \(directive)"
         case let .disallowed(reason): reason
+        case let .transformFailed(failure): failure.description
         case .cancelled: "cancelled"
         }
     }
@@ -57,10 +60,11 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
             }
         case let .statusUnacceptable(status): "http-\(status)"
         case let .rejected(rejection): rejection.reasonKey
-        case .filtered: "filtered"
+        case .filtered: RowStatus.filtered.rawValue
         case .filesystem: "filesystem"
-        case .optedOut: "opted_out"
-        case .disallowed: "disallowed"
+        case .optedOut: RowStatus.optedOut.rawValue
+        case .disallowed: RowStatus.disallowed.rawValue
+        case let .transformFailed(failure): failure.reasonKey
         case .cancelled: "cancelled"
         }
     }
@@ -71,7 +75,7 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
         case let .transport(error): error.isTransient
         case let .statusUnacceptable(status): RetryPolicy.isRetryable(status: status)
         case .filesystem, .cancelled: true
-        case .rejected, .filtered, .optedOut, .disallowed: false
+        case .rejected, .filtered, .optedOut, .disallowed, .transformFailed: false
         }
     }
 }

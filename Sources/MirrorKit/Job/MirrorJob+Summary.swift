@@ -85,6 +85,8 @@ extension MirrorJob {
         case failed(URL, DownloadError)
         case duplicate(URL)
         case filtered(URL, String)
+        /// The image's `X-Robots-Tag` (`.optedOut`) or its host's robots.txt (`.disallowed`) says not to take it.
+        case refused(URL, reason: RowStatus, message: String)
         case retrying(URL, attempt: Int, delay: Duration, reason: String)
         /// Something worth a line in the log that changes nothing about the count (a failed download notification).
         case notice(String)

@@ -61,7 +61,7 @@ public struct MirrorJob: Sendable {
             case let .retrying(url, attempt, delay, reason): onEvent(.retrying(url, attempt: attempt, delay: delay, reason: reason))
             case let .notice(line): onEvent(.notice(line))
             case .invalid: break  // a search gives no bad rows
-            case let .refused(candidate, _, message): onEvent(.filtered(candidate.url, message))
+            case let .refused(candidate, reason, message): onEvent(.refused(candidate.url, reason: reason, message: message))
             }
         }
         // Keep the cache (images and pages, one folder) within its size limit, least recently used first.

@@ -74,7 +74,7 @@ extension URLListJob {
         /// A row that gave no URL: where it is (`row 14`) and why.
         case invalid(place: String, reason: String)
         /// The image's response (`opted_out`) or its host's robots.txt (`disallowed`) says not to take it.
-        case refused(URL, reason: String, message: String)
+        case refused(URL, reason: RowStatus, message: String)
     }
 }
 

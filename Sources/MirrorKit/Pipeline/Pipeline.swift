@@ -73,7 +73,7 @@ public struct Pipeline: Sendable {
         /// The source's row gives no URL; nothing was fetched.
         case invalid(BadRow)
         /// The image's response (`opted_out`) or its host's robots.txt (`disallowed`) says not to take it.
-        case refused(Candidate, reason: String, message: String)
+        case refused(Candidate, reason: RowStatus, message: String)
         /// The download gave no image.
         case failed(Candidate, DownloadError)
         /// An attempt failed and another follows after `delay`.
@@ -193,8 +193,9 @@ extension Pipeline {
         let robots: RobotsGate?
         let onEvent: @Sendable (Event) -> Void
         let tally = Locked(Tally())
-        /// The memory the run's transforms share (``ImageTransform/memoryLimit``), or `nil` without a transform.
-        let decodeBudget: DecodeBudget?
+        /// The run's transform with the memory its decodes share (``ImageTransform/memoryLimit``) and the sink's decode
+        /// journal, run on each download's slot; `nil` without one.
+        let transform: DownloadTransform?
         /// Downloads of this run that did not end in a published image; they widen the in-flight margin.
         let losses = Locked(0)
         /// The first error that made the sink unwritable (full disk, read-only, …): it ends the run.
@@ -217,7 +218,9 @@ extension Pipeline {
             self.source = source
             self.robots = robots
             self.onEvent = onEvent
-            decodeBudget = pipeline.configuration.transform.map { DecodeBudget(capacity: $0.memoryLimit) }
+            transform = pipeline.configuration.transform.flatMap { transform in
+                transform.isIdentity ? nil : DownloadTransform(transform, budget: DecodeBudget(capacity: transform.memoryLimit), journal: sink.decodeJournal)
+            }
         }
 
         var configuration: Configuration { pipeline.configuration }
@@ -334,9 +337,11 @@ extension Pipeline {
         }
 
         private func request(for candidate: Candidate) -> DownloadRequest {
-            DownloadRequest(
+            var request = DownloadRequest(
                 url: candidate.url, directory: sink.stagingDirectory, filter: configuration.filter, optOut: configuration.optOut, robots: robots
             )
+            request.transform = transform
+            return request
         }
 
         /// Counts and reports a download that gave no image; transforms one that did.
@@ -345,12 +350,15 @@ extension Pipeline {
             case .failure(.cancelled):
                 return .settled(kept: true)
             case let .failure(.optedOut(directive)):
-                refuse(candidate, reason: "opted_out", message: "X-Robots-Tag: \(directive)")
+                refuse(candidate, as: .optedOut("X-Robots-Tag: \(directive)"))
             case let .failure(.disallowed(refusal)):
-                refuse(candidate, reason: "disallowed", message: refusal)
+                refuse(candidate, as: .disallowed(refusal))
             case let .failure(.filtered(reason)):
                 settle(candidate, as: .filtered(reason))
                 onEvent(.filtered(candidate, reason))
+            case let .failure(.transformFailed(error)):
+                settle(candidate, as: .failed(reason: error.reasonKey, message: error.description, isTransient: false))
+                onEvent(.notice("\(error.description): \(candidate.url.absoluteString)"))
             case let .failure(error):
                 let outcome = SettledOutcome.failed(reason: error.reasonKey, message: error.description, isTransient: error.isTransient)
                 if case let .filesystem(fileError) = error, fileError.isFatal {
@@ -362,13 +370,8 @@ extension Pipeline {
                 }
                 onEvent(.failed(candidate, error))
             case let .success(image):
-                guard let transform = configuration.transform, !transform.isIdentity else { return .publish(image) }
-                do throws(ImageTransform.Failure) {
-                    return .publish(try transform.apply(to: image, validator: ImageValidator(), budget: decodeBudget, journal: sink.decodeJournal))
-                } catch {
-                    settle(candidate, as: .failed(reason: error.reasonKey, message: error.description, isTransient: false))
-                    onEvent(.notice("\(error.description): \(candidate.url.absoluteString)"))
-                }
+                // Transformed already, on the download's slot (``DownloadRequest/transform``).
+                return .publish(image)
             }
             return .settled(kept: false)
         }
@@ -415,9 +418,9 @@ extension Pipeline {
         }
 
         /// Counts and reports a candidate its host or its response refuses.
-        private func refuse(_ candidate: Candidate, reason: String, message: String) {
-            settle(candidate, as: .refused(reason: reason, message: message))
-            onEvent(.refused(candidate, reason: reason, message: message))
+        private func refuse(_ candidate: Candidate, as outcome: SettledOutcome) {
+            settle(candidate, as: outcome)
+            onEvent(.refused(candidate, reason: outcome.status, message: outcome.message ?? ""))
         }
 
         /// Ends the run when `error` means the sink can take no more images.

@@ -62,7 +62,7 @@ public struct BadRow: Sendable, Hashable {
     }
 }
 
-/// Where a pipeline's candidates come from: the search feed, a URL list (a dataset table next).
+/// Where a pipeline's candidates come from: the search feed (`SearchSource`), or a table of URLs (`TableSource`).
 ///
 /// ``next()`` is called from one task at a time; ``saveNotification(for:)`` from any task.
 public protocol CandidateSource: Sendable {

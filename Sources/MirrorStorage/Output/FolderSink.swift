@@ -103,10 +103,9 @@ public final class FolderSink: ImageSink {
         switch outcome {
         case let .failed(reason, _, isTransient):
             try? store.recordFailure(url: url, provider: provider, reason: reason, isTransient: isTransient)
-        case .filtered:
-            try? store.recordFailure(url: url, provider: provider, reason: "filtered", isTransient: false)
-        case let .refused(reason, _):
-            try? store.recordFailure(url: url, provider: provider, reason: reason, isTransient: false)
+        case .filtered, .optedOut, .disallowed:
+            // Kept as the reason (``RowStatus/recordedAsReasons``), so that a later run passes over it too.
+            try? store.recordFailure(url: url, provider: provider, reason: outcome.status.rawValue, isTransient: false)
         case .invalid, .duplicate:
             break
         }

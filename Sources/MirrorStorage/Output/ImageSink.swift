@@ -74,19 +74,22 @@ public enum SettledOutcome: Sendable, Hashable {
     case failed(reason: String, message: String, isTransient: Bool)
     /// A valid image that a filter turned away.
     case filtered(String)
-    /// The image's response or its host's robots.txt says not to take it (`opted_out`, `disallowed`).
-    case refused(reason: String, message: String)
+    /// The image's `X-Robots-Tag` opts it out (the directive, as a message).
+    case optedOut(String)
+    /// Its host's robots.txt disallows it (why, as a message).
+    case disallowed(String)
     /// The URL came up earlier in this run, or the same bytes are already saved (`of` names them).
     case duplicate(of: String?)
 
     /// The status a record names it by.
-    public var status: String {
+    public var status: RowStatus {
         switch self {
-        case .invalid: "invalid"
-        case .failed: "failed"
-        case .filtered: "filtered"
-        case let .refused(reason, _): reason
-        case .duplicate: "duplicate"
+        case .invalid: .invalid
+        case .failed: .failed
+        case .filtered: .filtered
+        case .optedOut: .optedOut
+        case .disallowed: .disallowed
+        case .duplicate: .duplicate
         }
     }
 
@@ -96,13 +99,13 @@ public enum SettledOutcome: Sendable, Hashable {
         case let .invalid(reason): reason
         case let .failed(_, message, _): message
         case let .filtered(reason): reason
-        case let .refused(_, message): message
+        case let .optedOut(message), let .disallowed(message): message
         case let .duplicate(existing): existing.map { "same image as \($0)" }
         }
     }
 }
 
-/// Where verified images end up: the folder today; WebDataset shards and object storage next.
+/// Where verified images end up: a folder (`FolderSink`), or WebDataset shards on disk or in object storage (`ShardSink`).
 ///
 /// A sink publishes atomically (a reader never sees half an image), refuses bytes it already holds, never admits
 /// more than its run asked for, and keeps its own state (manifest, database) in step with what it holds.

@@ -53,10 +53,28 @@ public struct Tally: Sendable, Hashable {
             if isTransient { transient += 1 }
         case .filtered:
             filtered += 1
-        case let .refused(reason, _):
-            if reason == "disallowed" { disallowed += 1 } else { optedOut += 1 }
+        case .optedOut:
+            optedOut += 1
+        case .disallowed:
+            disallowed += 1
         case .duplicate:
             duplicates += 1
+        }
+    }
+
+    /// Counts a row that ended in `status`: a failure with its `reason` and whether it may pass later, a saved image
+    /// with its `bytes`.
+    public mutating func count(_ status: RowStatus, reason: String? = nil, isTransient: Bool = false, bytes: Int64 = 0) {
+        switch status {
+        case .saved:
+            saved += 1
+            self.bytes += bytes
+        case .failed: count(.failed(reason: reason ?? "unknown", message: "", isTransient: isTransient))
+        case .invalid: invalid += 1
+        case .duplicate: duplicates += 1
+        case .filtered: filtered += 1
+        case .optedOut: optedOut += 1
+        case .disallowed: disallowed += 1
         }
     }
 
@@ -79,26 +97,56 @@ public struct Tally: Sendable, Hashable {
 }
 
 extension Tally {
-    /// The counts of a shard's stats file (`saved`, `failed`, `transient`, `failures`, `invalid`, `duplicates`,
-    /// `filtered`, `opted_out`, `disallowed`, `bytes`), as ``statsFields`` writes them. Stats written before
-    /// `transient` was counted read as if every failure were permanent.
-    package init(stats object: [String: Any]) {
-        self.init()
-        func int(_ key: String) -> Int { (object[key] as? NSNumber)?.intValue ?? 0 }
-        (saved, failed, invalid, duplicates) = (int("saved"), int("failed"), int("invalid"), int("duplicates"))
-        transient = min(int("transient"), failed)
-        (filtered, optedOut, disallowed) = (int("filtered"), int("opted_out"), int("disallowed"))
-        bytes = (object["bytes"] as? NSNumber)?.int64Value ?? 0
-        for (reason, count) in object["failures"] as? [String: Any] ?? [:] {
-            failures[reason, default: 0] += (count as? NSNumber)?.intValue ?? 0
+    /// The counts as a shard's stats file and `mirror status --json` name them (`saved`, `failed`, `transient`,
+    /// `failures`, `invalid`, `duplicates`, `filtered`, `opted_out`, `disallowed`, `bytes`). Read leniently: a count
+    /// a file does not have is 0, so stats written before `transient` was counted read as if every failure were
+    /// permanent.
+    package struct Counts: Codable, Equatable {
+        var saved = 0
+        var failed = 0
+        var transient = 0
+        var failures: [String: Int] = [:]
+        var invalid = 0
+        var duplicates = 0
+        var filtered = 0
+        var optedOut = 0
+        var disallowed = 0
+        /// Left out where the bytes are not known (a folder's `mirror status --json`).
+        package var bytes: Int64?
+
+        private enum CodingKeys: String, CodingKey {
+            case saved, failed, transient, failures, invalid, duplicates, filtered, disallowed, bytes
+            case optedOut = "opted_out"
+        }
+
+        init() {}
+
+        package init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            func count(_ key: CodingKeys) throws -> Int { try container.decodeIfPresent(Int.self, forKey: key) ?? 0 }
+            saved = try container.decode(Int.self, forKey: .saved)
+            (failed, transient, invalid, duplicates) = (try count(.failed), try count(.transient), try count(.invalid), try count(.duplicates))
+            (filtered, optedOut, disallowed) = (try count(.filtered), try count(.optedOut), try count(.disallowed))
+            failures = try container.decodeIfPresent([String: Int].self, forKey: .failures) ?? [:]
+            bytes = try container.decodeIfPresent(Int64.self, forKey: .bytes)
         }
     }
 
-    /// The counts a shard's stats file and `mirror status --json` hold, by their keys there.
-    package var statsFields: [String: Any] {
-        [
-            "saved": saved, "failed": failed, "transient": transient, "failures": failures, "invalid": invalid, "duplicates": duplicates,
-            "filtered": filtered, "opted_out": optedOut, "disallowed": disallowed, "bytes": bytes,
-        ]
+    /// The counts, as files name them.
+    package var counts: Counts {
+        var counts = Counts()
+        (counts.saved, counts.failed, counts.transient, counts.failures) = (saved, failed, transient, failures)
+        (counts.invalid, counts.duplicates, counts.filtered) = (invalid, duplicates, filtered)
+        (counts.optedOut, counts.disallowed, counts.bytes) = (optedOut, disallowed, bytes)
+        return counts
+    }
+
+    /// A tally of `counts` (a failure count never below the transient ones).
+    package init(counts: Counts) {
+        self.init()
+        (saved, failed, failures) = (counts.saved, counts.failed, counts.failures)
+        transient = min(counts.transient, counts.failed)
+        (invalid, duplicates, filtered) = (counts.invalid, counts.duplicates, counts.filtered)
+        (optedOut, disallowed, bytes) = (counts.optedOut, counts.disallowed, counts.bytes ?? 0)
     }
 }

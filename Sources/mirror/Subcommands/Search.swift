@@ -173,7 +173,7 @@ struct Search: AsyncParsableCommand {
         switch event {
         case let .saved(record, source): renderer.saved(record, source: source)
         case let .failed(url, error): renderer.failed(url, error.description)
-        case .duplicate, .filtered: break
+        case .duplicate, .filtered, .refused: break
         case let .retrying(url, attempt, delay, reason): renderer.retrying(url, attempt: attempt, delay: delay, reason: reason)
         case let .notice(line): renderer.note(line)
         }

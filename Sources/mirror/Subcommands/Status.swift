@@ -73,17 +73,14 @@ struct Status: AsyncParsableCommand {
                 throw ExitStatus.failure.exitCode
             }
             for attempt in (try? store.attempts()) ?? [] {
-                switch attempt.reason {
-                case "filtered": tally.filtered += 1
-                case "opted_out": tally.optedOut += 1
-                case "disallowed": tally.disallowed += 1
-                default: tally.count(.failed(reason: attempt.reason, message: "", isTransient: attempt.isTransient))
-                }
+                tally.count(RowStatus(recordedReason: attempt.reason), reason: attempt.reason, isTransient: attempt.isTransient)
             }
         }
-        var object = tally.statsFields
-        object.removeValue(forKey: "bytes")
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
+        var counts = tally.counts
+        counts.bytes = nil  // a folder's manifest is counted, not its files' sizes
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let data = (try? encoder.encode(counts)) ?? Data("{}".utf8)
         return (tally, String(decoding: data, as: UTF8.self))
     }
 

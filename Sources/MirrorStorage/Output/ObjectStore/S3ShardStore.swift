@@ -48,10 +48,8 @@ public final class S3ShardStore: Sendable {
         var retried: [String] = []
         if let retry {
             for (number, data) in stats {
-                let object = (try? JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:]
-                let tally = Tally(stats: object)
-                let rows = (object["rows"] as? NSNumber)?.intValue ?? 0
-                if retry.hasRows(in: tally, rows: rows) {
+                let shard = ShardStats.read(data) ?? ShardStats(shard: number)
+                if retry.hasRows(in: shard.tally, rows: shard.rows) {
                     retried.append(ShardFileName.name(of: number, .records))
                 }
             }

@@ -19,14 +19,32 @@ public struct DatasetStatus: Sendable, Hashable {
 
     /// `mirror status --json`: the tally's counts named as the stats files name them, beside the rows and the shards.
     public func json() -> Data {
-        var object = tally.statsFields
-        object.merge([
-            "rows": rows, "shards_done": shardsDone, "shards_missing": shardsMissing, "shards_incomplete": shardsIncomplete,
-        ]) { $1 }
-        if let started { object["started"] = started }
-        if let finished { object["finished"] = finished }
-        if let imagesPerSecond { object["images_per_second"] = imagesPerSecond }
-        return (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return (try? encoder.encode(JSON(status: self))) ?? Data("{}".utf8)
+    }
+
+    /// What ``json()`` writes.
+    private struct JSON: Encodable {
+        let status: DatasetStatus
+
+        private enum CodingKeys: String, CodingKey {
+            case rows, started, finished
+            case shardsDone = "shards_done", shardsMissing = "shards_missing", shardsIncomplete = "shards_incomplete"
+            case imagesPerSecond = "images_per_second"
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            try status.tally.counts.encode(to: encoder)
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(status.rows, forKey: .rows)
+            try container.encode(status.shardsDone, forKey: .shardsDone)
+            try container.encode(status.shardsMissing, forKey: .shardsMissing)
+            try container.encode(status.shardsIncomplete, forKey: .shardsIncomplete)
+            try container.encodeIfPresent(status.started, forKey: .started)
+            try container.encodeIfPresent(status.finished, forKey: .finished)
+            try container.encodeIfPresent(status.imagesPerSecond, forKey: .imagesPerSecond)
+        }
     }
 
     public init() {}
@@ -44,15 +62,10 @@ public struct DatasetStatus: Sendable, Hashable {
             guard let (number, kind) = ShardFileName.parse(name) else { continue }
             seen.insert(number)
             guard kind == .stats else { continue }
-            let data = try stats(name)
-            guard let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any], object["rows"] != nil else {
-                throw Unreadable(name: name)
-            }
+            guard let shard = ShardStats.read(try stats(name)) else { throw Unreadable(name: name) }
             done.insert(number)
-            add(object)
-            if object["split"] as? String == "host", let copies = (object["copies"] as? NSNumber)?.intValue, copies > 0 {
-                hostCopies = copies
-            }
+            add(shard)
+            if let copy = shard.copy, copy.split == .host { hostCopies = copy.count }
         }
         shardsDone = done.count
         // Split by host, copy I numbers its shards I, I+N, I+2N, …: a gap counts only below that copy's highest.
@@ -75,10 +88,12 @@ public struct DatasetStatus: Sendable, Hashable {
         public var description: String { "\(name) is not a shard's stats (JSON with rows, saved, …)" }
     }
 
-    private mutating func add(_ object: [String: Any]) {
-        rows += (object["rows"] as? NSNumber)?.intValue ?? 0
-        tally += Tally(stats: object)
-        if let start = (object["started"] as? NSNumber)?.doubleValue, start > 0 { started = min(started ?? start, start) }
-        if let end = (object["finished"] as? NSNumber)?.doubleValue, end > 0 { finished = max(finished ?? end, end) }
+    private mutating func add(_ shard: ShardStats) {
+        rows += shard.rows
+        tally += shard.tally
+        // To the millisecond, as the files say it (a `Date` counts from 2001, and back from there to 1970 is not exact).
+        let seconds = { (date: Date) in (date.timeIntervalSince1970 * 1000).rounded() / 1000 }
+        if let start = shard.started.map(seconds) { started = min(started ?? start, start) }
+        if let end = shard.finished.map(seconds) { finished = max(finished ?? end, end) }
     }
 }

@@ -7,12 +7,13 @@ import MirrorCore
 /// then the record's fields (null where the row has no image), then the kept columns.
 enum ShardRecordLine {
     package static func saved(_ json: Data) -> Data {
-        Data(#"{"status":"success","error":null,"reason":null,"transient":false,"#.utf8) + json.dropFirst() + Data("\n".utf8)
+        Data(#"{"status":""#.utf8) + Data(RowStatus.saved.rawValue.utf8) + Data(#"","error":null,"reason":null,"transient":false,"#.utf8)
+            + json.dropFirst() + Data("\n".utf8)
     }
 
     /// How a line's row ended, as far as `--retry-failed` and a rewritten shard's stats need it.
     package struct Outcome: Equatable {
-        package var status: String
+        package var status: RowStatus
         package var reason: String?
         package var isTransient: Bool
         /// A saved row's bytes.
@@ -22,43 +23,36 @@ enum ShardRecordLine {
         /// every row without a sample but a duplicate (`all`).
         package func isRetried(by scope: RetryFailed) -> Bool {
             switch scope {
-            case .transient: status == "failed" && isTransient
-            case .all: status != "success" && status != "duplicate"
+            case .transient: status == .failed && isTransient
+            case .all: status != .saved && status != .duplicate
             }
         }
 
         /// Counts the row as the stats do.
         package func count(into tally: inout Tally) {
-            switch status {
-            case "success":
-                tally.saved += 1
-                tally.bytes += bytes
-            case "failed":
-                tally.count(.failed(reason: reason ?? "unknown", message: "", isTransient: isTransient))
-            case "invalid": tally.invalid += 1
-            case "duplicate": tally.duplicates += 1
-            case "filtered": tally.filtered += 1
-            case "disallowed": tally.disallowed += 1
-            default: tally.optedOut += 1
-            }
+            tally.count(status, reason: reason, isTransient: isTransient, bytes: bytes)
         }
     }
 
     /// How the row of a line ended, or `nil` when the line is not a record line.
     package static func outcome(of line: some DataProtocol) -> Outcome? {
-        guard let object = (try? JSONSerialization.jsonObject(with: Data(line))) as? [String: Any],
-              let status = object["status"] as? String else { return nil }
-        return Outcome(
-            status: status, reason: object["reason"] as? String, isTransient: object["transient"] as? Bool ?? false,
-            bytes: (object["bytes"] as? NSNumber)?.int64Value ?? 0
-        )
+        guard let fields = try? JSONDecoder().decode(Fields.self, from: Data(line)) else { return nil }
+        return Outcome(status: fields.status, reason: fields.reason, isTransient: fields.transient ?? false, bytes: fields.bytes ?? 0)
+    }
+
+    /// What ``outcome(of:)`` reads of a line.
+    private struct Fields: Decodable {
+        var status: RowStatus
+        var reason: String?
+        var transient: Bool?
+        var bytes: Int64?
     }
 
     package static func settled(url: URL?, provenance: ImageProvenance, outcome: SettledOutcome) -> Data {
         let text = { (value: String?) in (try? ManifestRecord.jsonText(value)) ?? "null" }
         var (reason, transient) = ("null", "false")
         if case let .failed(key, _, isTransient) = outcome { (reason, transient) = (text(key), isTransient ? "true" : "false") }
-        var line = #"{"status":"# + text(outcome.status) + #","error":"# + text(outcome.message)
+        var line = #"{"status":"# + text(outcome.status.rawValue) + #","error":"# + text(outcome.message)
         line += #","reason":"# + reason + #","transient":"# + transient
         for field in ManifestRecord.Field.all {
             let value: String

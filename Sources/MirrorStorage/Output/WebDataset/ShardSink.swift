@@ -132,12 +132,11 @@ public final class ShardSink: ImageSink {
         var state = State(complete: Set(complete.compactMap(configuration.index(ofShard:))))
         for index in state.complete {
             let number = configuration.number(ofShard: index)
-            let object = stats(number).flatMap { try? JSONSerialization.jsonObject(with: $0) as? [String: Any] } ?? [:]
-            let tally = Tally(stats: object)
-            state.tallies[index] = tally
+            let shard = stats(number).flatMap(ShardStats.read) ?? ShardStats(shard: number)
+            state.tallies[index] = shard.tally
             if let scope = configuration.retryFailed, let retried = RetriedShard(
-                index: index, shardSize: configuration.shardSize, scope: scope, stats: tally,
-                rows: (object["rows"] as? NSNumber)?.intValue ?? 0, records: { records(number) }
+                index: index, shardSize: configuration.shardSize, scope: scope, stats: shard.tally,
+                rows: shard.rows, records: { records(number) }
             ) {
                 state.retrying[index] = retried
             }
