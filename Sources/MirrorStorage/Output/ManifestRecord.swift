@@ -3,12 +3,13 @@ import MirrorCore
 
 /// One line of `manifest.jsonl`: one saved image, with where it came from and what it is.
 ///
-/// This type is the manifest's schema, the one definition the writer, the readers and the tests share. Every line
+/// This type is the manifest's schema, the one definition the writer (``jsonLine()``, the only one), the readers and
+/// the tests share. Every line
 /// holds every field of ``Field/all``, in that order, each with one JSON type: a field whose value is unknown (a
 /// URL-list image has no provider, an API may name no creator) is written as `null`, never left out, so pyarrow,
 /// pandas and Hugging Face `datasets` infer one column type per field. Manifests of separate runs or shards merge by
 /// concatenation.
-public struct ManifestRecord: Codable, Sendable, Hashable {
+public struct ManifestRecord: Decodable, Sendable, Hashable {
     /// The file's name inside the output folder.
     public var file: String
     /// The image URL it was downloaded from.
@@ -198,35 +199,6 @@ public struct ManifestRecord: Codable, Sendable, Hashable {
         originalFormat = try container.decodeIfPresent(String.self, forKey: .originalFormat) ?? format
         originalBytes = try container.decodeIfPresent(Int64.self, forKey: .originalBytes) ?? bytes
     }
-
-    /// Encodes every field, unknown ones as `null` (the synthesized encoder would leave them out).
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(file, forKey: .file)
-        try container.encode(url, forKey: .url)
-        try container.encode(pageURL, forKey: .pageURL)
-        try container.encode(provider, forKey: .provider)
-        try container.encode(id, forKey: .id)
-        try container.encode(title, forKey: .title)
-        try container.encode(creator, forKey: .creator)
-        try container.encode(license, forKey: .license)
-        try container.encode(licenseURL, forKey: .licenseURL)
-        try container.encode(width, forKey: .width)
-        try container.encode(height, forKey: .height)
-        try container.encode(bytes, forKey: .bytes)
-        try container.encode(sha256, forKey: .sha256)
-        try container.encode(format, forKey: .format)
-        try container.encode(query, forKey: .query)
-        try container.encode(fetchedAt, forKey: .fetchedAt)
-        try container.encode(key, forKey: .key)
-        try container.encode(caption, forKey: .caption)
-        try container.encode(label, forKey: .label)
-        try container.encode(originalWidth, forKey: .originalWidth)
-        try container.encode(originalHeight, forKey: .originalHeight)
-        try container.encode(originalFormat, forKey: .originalFormat)
-        try container.encode(originalBytes, forKey: .originalBytes)
-    }
-
 
     /// The record as one line of JSON, newline included.
     ///
