@@ -51,8 +51,10 @@ let package = Package(
         ),
         // glibc's malloc_trim, which the Glibc module does not import (the CLI's MemoryPolicy).
         .systemLibrary(name: "CSyscalls"),
-        // HTTP over libcurl: one multi-driver thread, transfers, responses, typed errors.
-        .target(name: "MirrorTransport", dependencies: ["CCurl"]),
+        // The leaf every layer may use: `Locked` (the package's one lock) and the version.
+        .target(name: "MirrorBase"),
+        // HTTP over libcurl: driver threads, transfers, responses, typed errors, the one Retry-After parser.
+        .target(name: "MirrorTransport", dependencies: ["MirrorBase", "CCurl"]),
         // Image bytes: format sniffing, header dimensions, completeness. No dependencies, so it can be fuzzed alone.
         .target(name: "MirrorImages"),
         // MirrorKit's layers, bottom to top, as targets the compiler keeps honest (ARCHITECTURE.md): what crosses them is
@@ -61,7 +63,7 @@ let package = Package(
         .target(
             name: "MirrorCore",
             dependencies: [
-                "MirrorTransport",
+                "MirrorBase",
                 "CSyscalls",  // AtomicFile's rename without replace
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -71,6 +73,7 @@ let package = Package(
         .target(
             name: "MirrorStorage",
             dependencies: [
+                "MirrorBase",
                 "MirrorCore",
                 "MirrorTransport",
                 "MirrorImages",
@@ -83,6 +86,7 @@ let package = Package(
         .target(
             name: "MirrorFetch",
             dependencies: [
+                "MirrorBase",
                 "MirrorCore",
                 "MirrorStorage",
                 "MirrorTransport",
@@ -94,12 +98,13 @@ let package = Package(
             ]
         ),
         // Searching: one file per API's provider, the API client, the paginator and the feed. No CSV, no gzip.
-        .target(name: "MirrorSearch", dependencies: ["MirrorCore", "MirrorStorage", "MirrorTransport"]),
+        .target(name: "MirrorSearch", dependencies: ["MirrorBase", "MirrorCore", "MirrorStorage", "MirrorTransport"]),
         // The jobs: sources (the search feed, URL tables), the one pipeline, the jobs, the gallery; re-exports the layers
         // below, so that `import MirrorKit` is the library's whole API.
         .target(
             name: "MirrorKit",
             dependencies: [
+                "MirrorBase",
                 "MirrorCore",
                 "MirrorStorage",
                 "MirrorFetch",
@@ -115,7 +120,8 @@ let package = Package(
             name: "mirror",
             dependencies: [
                 "MirrorKit",
-                "MirrorTransport",  // its Locked
+                "MirrorBase",  // Locked
+                "MirrorTransport",  // status's own driver
                 "CSyscalls",  // MemoryPolicy
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "TOMLKit", package: "TOMLKit"),  // the configuration file
@@ -125,7 +131,7 @@ let package = Package(
         .target(
             name: "MirrorTestSupport",
             dependencies: [
-                "MirrorTransport",  // its Locked
+                "MirrorBase",  // Locked
                 "CImageLibraries",  // crafted and ordinary images to serve
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -135,15 +141,15 @@ let package = Package(
         .executableTarget(name: "mirror-bench-server", dependencies: ["MirrorTestSupport"]),  // serves a folder with latency for scripts/bench
         // Serves the APIEmulator on loopback for hand runs and scripts/demo; prints MIRROR_*_ENDPOINT and key variables.
         .executableTarget(name: "mirror-emulator", dependencies: ["MirrorTestSupport"]),
-        .testTarget(name: "MirrorTransportTests", dependencies: ["MirrorTransport", "MirrorTestSupport"]),
+        .testTarget(name: "MirrorTransportTests", dependencies: ["MirrorBase", "MirrorTransport", "MirrorTestSupport"]),
         .testTarget(name: "MirrorImagesTests", dependencies: ["MirrorImages"], resources: [.copy("Samples")]),
         .testTarget(
             name: "MirrorKitTests",
-            dependencies: ["MirrorKit", "MirrorCore", "MirrorStorage", "MirrorFetch", "MirrorSearch", "MirrorTestSupport", "CCodecs", "CImageLibraries"],
+            dependencies: ["MirrorBase", "MirrorKit", "MirrorCore", "MirrorStorage", "MirrorFetch", "MirrorSearch", "MirrorTestSupport", "CCodecs", "CImageLibraries"],
             resources: [.copy("Fixtures")]
         ),
         .testTarget(name: "MirrorTestSupportTests", dependencies: ["MirrorTestSupport"]),
-        .testTarget(name: "mirrorTests", dependencies: ["MirrorTransport", "MirrorTestSupport"]),
+        .testTarget(name: "mirrorTests", dependencies: ["MirrorBase", "MirrorTransport", "MirrorTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

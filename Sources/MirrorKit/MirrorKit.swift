@@ -3,6 +3,7 @@
 @_exported import MirrorFetch
 @_exported import MirrorSearch
 @_exported import MirrorStorage
+import MirrorBase
 import MirrorTransport
 
 /// The version of this build of mirror.

@@ -1,5 +1,5 @@
 import Foundation
-import MirrorTransport
+import MirrorBase
 import NIOCore
 
 /// Everything the connection handlers and ``TestServer`` share: routes, latency, open channels and counters,

@@ -1,11 +1,8 @@
 import CCurl
 import Foundation
+import MirrorBase
 
-/// The version of mirror, sent in every `User-Agent` and printed by `mirror --version`.
-public enum MirrorVersion {
-    /// The semantic version of this build.
-    public static let current = "0.1.0"
-
+extension MirrorVersion {
     /// The default `User-Agent`: `mirror/<version> libcurl/<version>`.
     public static let userAgent = "mirror/\(current) libcurl/\(CurlRuntime.libcurlVersion)"
 }

@@ -1,4 +1,5 @@
 import Foundation
+import MirrorBase
 
 /// Something that can be cancelled from any thread; cancelling twice, or after the work ended, does nothing.
 public protocol Cancellable: Sendable {

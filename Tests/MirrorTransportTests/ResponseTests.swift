@@ -1,4 +1,5 @@
 import Foundation
+import MirrorBase
 import MirrorTestSupport
 import Testing
 @testable import MirrorTransport

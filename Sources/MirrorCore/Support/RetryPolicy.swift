@@ -1,5 +1,4 @@
 import Foundation
-import MirrorTransport
 
 /// When a failed download is tried again, and after how long.
 ///

@@ -1,4 +1,5 @@
 import Foundation
+import MirrorBase
 import MirrorCore
 import MirrorFetch
 import MirrorImages

@@ -1,6 +1,5 @@
 import Foundation
 import MirrorCore
-import MirrorStorage
 
 /// An HTTP request a provider wants sent; the provider itself never performs I/O.
 ///

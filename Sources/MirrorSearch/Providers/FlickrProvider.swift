@@ -1,6 +1,5 @@
 import Foundation
 import MirrorCore
-import MirrorStorage
 
 /// Searches Flickr (`flickr.photos.search`, JSON with `nojsoncallback=1`); needs `FLICKR_API_KEY`.
 ///

@@ -1,6 +1,5 @@
 import Foundation
 import MirrorCore
-import MirrorStorage
 
 /// Searches Giphy (`GET /v1/gifs/search`); needs `GIPHY_API_KEY`.
 ///

@@ -1,6 +1,5 @@
 import Foundation
 import MirrorCore
-import MirrorStorage
 
 /// Searches Google's Custom Search JSON API in image mode (`searchType=image`); needs `GOOGLE_API_KEY` and `GOOGLE_CSE_ID`.
 ///

@@ -1,6 +1,5 @@
 import Foundation
 import MirrorCore
-import MirrorStorage
 
 /// The fixed facts about a provider that do not depend on keys: its name, which variables it reads, where it lives.
 public struct ProviderDescriptor: Sendable, Hashable {

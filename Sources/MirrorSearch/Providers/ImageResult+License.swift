@@ -1,6 +1,5 @@
 import Foundation
 import MirrorCore
-import MirrorStorage
 
 extension ImageResult.License {
     /// Normalises what an API says about a licence into one vocabulary, or returns `nil` when it says nothing.

@@ -1,5 +1,4 @@
 import Foundation
-import MirrorStorage
 
 /// One image found by a search, normalised from whichever API returned it.
 ///

@@ -1,6 +1,5 @@
 import Foundation
 import MirrorCore
-import MirrorStorage
 
 /// Searches Openverse (`GET /v1/images/`), the openly licensed media index; no key needed.
 ///

@@ -1,6 +1,5 @@
 import Foundation
 import MirrorCore
-import MirrorStorage
 
 /// Where the next page of a search starts; each provider picks the kind its API paginates by.
 ///

@@ -1,6 +1,5 @@
 import Foundation
 import MirrorCore
-import MirrorStorage
 
 /// Searches Pexels (`GET /v1/search`); needs `PEXELS_API_KEY`, sent as the raw `Authorization` header.
 ///

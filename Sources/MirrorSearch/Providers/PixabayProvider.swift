@@ -1,6 +1,5 @@
 import Foundation
 import MirrorCore
-import MirrorStorage
 
 /// Searches Pixabay (`GET /api/`); needs `PIXABAY_API_KEY`, sent as the `key` query parameter.
 ///

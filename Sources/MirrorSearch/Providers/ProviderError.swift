@@ -1,6 +1,5 @@
 import Foundation
 import MirrorCore
-import MirrorStorage
 
 /// Why a provider could not build a request or turn a response into a page.
 ///

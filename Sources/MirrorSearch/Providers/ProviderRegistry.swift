@@ -1,6 +1,5 @@
 import Foundation
 import MirrorCore
-import MirrorStorage
 
 /// The list of every provider `mirror` knows, looked up by name.
 ///

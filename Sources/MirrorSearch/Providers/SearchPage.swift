@@ -1,5 +1,4 @@
 import Foundation
-import MirrorStorage
 
 /// One page of normalised results, the cursor of the page after it, and whether there is one.
 ///

@@ -1,5 +1,4 @@
 import Foundation
-import MirrorStorage
 
 /// What to search for: free text plus optional filters that providers pass on when their API supports them.
 ///

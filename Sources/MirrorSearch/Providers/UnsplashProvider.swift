@@ -1,6 +1,5 @@
 import Foundation
 import MirrorCore
-import MirrorStorage
 
 /// Searches Unsplash (`GET /search/photos`); needs `UNSPLASH_ACCESS_KEY`, sent as `Authorization: Client-ID <key>`.
 ///

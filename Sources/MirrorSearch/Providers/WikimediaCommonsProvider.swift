@@ -1,6 +1,5 @@
 import Foundation
 import MirrorCore
-import MirrorStorage
 
 /// Searches Wikimedia Commons through the MediaWiki Action API (`generator=search` over the File namespace); no key needed.
 ///

@@ -1,6 +1,5 @@
 import Foundation
 import MirrorCore
-import MirrorStorage
 
 /// Why a search could not go on: what ``SearchFeed/next()`` and ``APIClient`` throw.
 ///

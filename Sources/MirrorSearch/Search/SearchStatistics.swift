@@ -1,5 +1,4 @@
 import MirrorCore
-import MirrorStorage
 
 /// What a ``SearchFeed`` has done so far: pages, requests, cache hits, and how each provider fared.
 public struct SearchStatistics: Sendable, Hashable {

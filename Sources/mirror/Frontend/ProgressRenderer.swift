@@ -1,6 +1,6 @@
 import Foundation
+import MirrorBase
 import MirrorKit
-import MirrorTransport
 
 /// Shows a run's progress on stderr: a live status line on a terminal, one plain line per event
 /// otherwise (logs, cron mail), nothing but errors with `--quiet`.

@@ -1,5 +1,6 @@
 import CImageLibraries
 import Foundation
+import MirrorBase
 import MirrorCore
 @testable import MirrorFetch
 import MirrorImages

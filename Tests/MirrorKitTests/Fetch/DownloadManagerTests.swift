@@ -1,4 +1,5 @@
 import Foundation
+import MirrorBase
 @testable import MirrorCore
 @testable import MirrorFetch
 import MirrorImages

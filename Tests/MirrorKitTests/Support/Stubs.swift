@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import MirrorBase
 @testable import MirrorCore
 @testable import MirrorFetch
 import MirrorImages

@@ -1,4 +1,3 @@
-import MirrorStorage
 
 /// Overflow-checked arithmetic for cursors built from numbers an API sent.
 ///

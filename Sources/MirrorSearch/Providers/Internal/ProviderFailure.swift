@@ -1,6 +1,5 @@
 import Foundation
 import MirrorCore
-import MirrorStorage
 import MirrorTransport
 
 extension APIResponse {

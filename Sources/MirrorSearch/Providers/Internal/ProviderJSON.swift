@@ -1,5 +1,4 @@
 import Foundation
-import MirrorStorage
 
 /// A parsed JSON value with lenient accessors, because image APIs mix types for the same field
 /// (Flickr `total` is a string or an int, Giphy dimensions are strings, Wikimedia continue offsets are ints).

@@ -1,6 +1,5 @@
 import Foundation
 import MirrorCore
-import MirrorStorage
 
 /// Text clean-up shared by the providers: HTML to plain text, secret redaction, short error snippets.
 enum ProviderText {

@@ -1,6 +1,5 @@
 import Foundation
 import MirrorCore
-import MirrorStorage
 
 /// Builds request URLs with strict query encoding and derives cache keys without secrets.
 ///
