@@ -3,7 +3,6 @@ import PackageDescription
 
 let package = Package(
     name: "mirror",
-    platforms: [.macOS(.v14)],
     products: [
         .executable(name: "mirror", targets: ["mirror"]),
         .library(name: "MirrorKit", targets: ["MirrorKit"]),
@@ -15,7 +14,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
         .package(url: "https://github.com/yaslab/CSV.swift", from: "2.5.0"),
-        .package(url: "https://github.com/adam-fowler/compress-nio", from: "1.5.0"),
         .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
     ],
     targets: [
@@ -23,13 +21,13 @@ let package = Package(
         .systemLibrary(
             name: "CCurl",
             pkgConfig: "libcurl",
-            providers: [.apt(["libcurl4-openssl-dev"]), .brew(["curl"])]
+            providers: [.apt(["libcurl4-openssl-dev"])]
         ),
         // libarchive, for WebDataset's tar shards.
         .systemLibrary(
             name: "CArchive",
             pkgConfig: "libarchive",
-            providers: [.apt(["libarchive-dev"]), .brew(["libarchive"])]
+            providers: [.apt(["libarchive-dev"])]
         ),
         // The resize path (ARCHITECTURE.md): decoding with the memory it takes checked from the headers first, fitting and
         // encoding, on TurboJPEG, libpng, libwebp and giflib, with the resampler of libstb-dev's stb_image_resize.h compiled
@@ -49,6 +47,8 @@ let package = Package(
             name: "CImageLibraries",
             providers: [.apt(["libturbojpeg0-dev", "libpng-dev", "libwebp-dev", "libgif-dev"])]
         ),
+        // zlib, for gzip tables (already linked by libcurl and libpng; it checks a member's CRC-32, libarchive does not).
+        .systemLibrary(name: "CZlib", providers: [.apt(["zlib1g-dev"])]),
         // glibc's malloc_trim, which the Glibc module does not import (the CLI's MemoryPolicy).
         .systemLibrary(name: "CSyscalls"),
         // The leaf every layer may use: `Locked` (the package's one lock) and the version.
@@ -112,8 +112,7 @@ let package = Package(
                 "MirrorTransport",
                 "MirrorImages",
                 .product(name: "CSV", package: "CSV.swift"),
-                .product(name: "CompressNIO", package: "compress-nio"),
-                .product(name: "NIOCore", package: "swift-nio"),
+                "CZlib",  // gzip tables
             ]
         ),
         .executableTarget(

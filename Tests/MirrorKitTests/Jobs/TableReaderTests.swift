@@ -82,6 +82,35 @@ struct TableReaderTests {
         #expect(gzipped == plain)
     }
 
+    @Test("gzip members one after another (cat a.gz b.gz) read as one table")
+    func concatenatedGzipMembersReadAsOne() throws {
+        // Given two gzipped halves of a URL list, concatenated
+        let first = try Data(contentsOf: URL(fileURLWithPath: try write("https://a.test/1.png\nhttps://a.test/2.png\n", as: "a.txt", gzip: true)))
+        let second = try Data(contentsOf: URL(fileURLWithPath: try write("https://b.test/3.png\n", as: "b.txt", gzip: true)))
+        let both = folder.url.appendingPathComponent("both.txt.gz")
+        try (first + second).write(to: both)
+
+        // Then every row of both reads, in order
+        #expect(try rows(both.path).map { (try? $0.url.get())?.absoluteString } == ["https://a.test/1.png", "https://a.test/2.png", "https://b.test/3.png"])
+    }
+
+    @Test func corruptGzipIsAClearError() throws {
+        // Given a gzipped table whose compressed bytes are altered halfway (inflating it gives other bytes, and the
+        // member's CRC-32 no longer matches: what `gzip -t` reports as a "crc error")
+        let text = (0..<2_000).map { "https://a.test/\(($0 &* 2_654_435_761) % 1_000_000_007).png\n" }.joined()
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: try write(text, as: "c.txt", gzip: true)))
+        for index in bytes.count / 2..<(bytes.count / 2 + 64) { bytes[index] ^= 0x5A }
+        let path = folder.url.appendingPathComponent("corrupt.txt.gz").path
+        try bytes.write(to: URL(fileURLWithPath: path))
+
+        // Then reading it ends in one error that says what to do, not in rows of garbage
+        #expect {
+            _ = try rows(path)
+        } throws: { error in
+            "\(error)".contains("gzip data is corrupt") && "\(error)".contains("gzip -t")
+        }
+    }
+
     @Test func aLargeGzipTableStreamsInChunks() throws {
         // Given 50,000 JSONL rows gzipped (several MB of text, many 256 KiB chunks either side of the inflater)
         var text = ""

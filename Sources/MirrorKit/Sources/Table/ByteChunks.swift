@@ -1,20 +1,24 @@
-import CompressNIO
+import CZlib
 import Foundation
 import MirrorCore
 import MirrorSearch
 import MirrorStorage
-import NIOCore
 
 /// A file (or standard input) read in chunks of at most 256 KiB, gunzipped on the way when its first bytes are gzip's
 /// magic number (whatever its name): a table of any size costs the same memory.
 ///
-/// Decompression is compress-nio's zlib stream; a file of several gzip members (`cat a.gz b.gz`) reads as one.
+/// Decompression is zlib's (already linked by libcurl and libpng), which checks each member's CRC-32 and length: a
+/// table whose bytes changed is an error, not rows of other bytes. A file of several gzip members (`cat a.gz b.gz`)
+/// reads as one. (libarchive's gzip filter, the other library at hand, does not check the CRC: a corrupt table read
+/// as garbage rows.)
 final class ByteChunks {
     private static let chunkSize = 256 * 1024
     private let handle: FileHandle
     private let closesHandle: Bool
-    private var decompressor: (any NIODecompressor)?
-    private var compressed = ByteBuffer()
+    /// The inflater, when the bytes are gzip.
+    private var stream: UnsafeMutablePointer<z_stream>?
+    /// Compressed bytes not inflated yet (`stream.next_in` points into it).
+    private var compressed: [UInt8] = []
     private var endOfInput = false
     /// The first chunk, read to tell gzip from plain bytes.
     private var first: [UInt8]?
@@ -35,48 +39,78 @@ final class ByteChunks {
         }
         first = try read()
         if let first, first.count >= 2, first[0] == 0x1F, first[1] == 0x8B {
-            let decompressor = CompressionAlgorithm.gzip().decompressor
-            do { try decompressor.startStream() } catch { throw .unreadable("cannot start gzip: \(error)") }
-            self.decompressor = decompressor
+            let stream = UnsafeMutablePointer<z_stream>.allocate(capacity: 1)
+            stream.initialize(to: z_stream())
+            guard mirror_inflate_init_gzip(stream) == Z_OK else {
+                stream.deallocate()
+                throw .unreadable("cannot start gzip: out of memory")
+            }
+            self.stream = stream
         }
     }
 
     /// Whether the bytes are gzip-compressed.
-    var isGzip: Bool { decompressor != nil }
+    var isGzip: Bool { stream != nil }
 
     deinit {
-        if let decompressor { try? decompressor.finishStream() }
+        if let stream {
+            inflateEnd(stream)
+            stream.deallocate()
+        }
         if closesHandle { try? handle.close() }
     }
 
     /// The next bytes, or `nil` at the end.
     /// - Throws: ``TableError/unreadable(_:)`` when reading fails or the gzip stream is corrupt.
     func next() throws(TableError) -> [UInt8]? {
-        guard let decompressor else { return try read() }
-        var output = ByteBuffer()
-        output.reserveCapacity(Self.chunkSize)
-        while true {
-            if compressed.readableBytes == 0 {
+        guard let stream else { return try read() }
+        var output = [UInt8](repeating: 0, count: Self.chunkSize)
+        var produced = 0
+        /// Whether the last member ended exactly where the input did (anything else at the end is a cut-off file).
+        var ended = false
+        while produced < output.count {
+            if consumed >= compressed.count {
                 guard let more = try read() else {
-                    return output.readableBytes > 0 ? output.readBytes(length: output.readableBytes) : nil
+                    guard ended || (produced == 0 && atMemberBoundary) else {
+                        throw .unreadable("the gzip data ends too soon (a cut-off file); check the file with gzip -t")
+                    }
+                    break
                 }
-                compressed.clear()
-                compressed.writeBytes(more)
+                (compressed, consumed) = (more, 0)
             }
-            do {
-                try decompressor.streamInflate(from: &compressed, to: &output)
-                // Returned without error: either all input was used, or a gzip member ended with more after it.
-                if compressed.readableBytes > 0 { try decompressor.resetStream() }
-            } catch let error as CompressNIOError where error == .bufferOverflow {
-                return output.readBytes(length: output.readableBytes)
-            } catch let error as CompressNIOError where error == .inputBufferOverflow {
-                // All input used; read more.
-            } catch {
-                throw .unreadable("the gzip data is corrupt (\(error)); check the file with gzip -t")
+            let (status, taken, made) = compressed.withUnsafeMutableBufferPointer { input in
+                output.withUnsafeMutableBufferPointer { out in
+                    stream.pointee.next_in = input.baseAddress! + consumed
+                    stream.pointee.avail_in = UInt32(input.count - consumed)
+                    stream.pointee.next_out = out.baseAddress! + produced
+                    stream.pointee.avail_out = UInt32(out.count - produced)
+                    let status = inflate(stream, Z_NO_FLUSH)
+                    return (status, input.count - consumed - Int(stream.pointee.avail_in), out.count - produced - Int(stream.pointee.avail_out))
+                }
             }
-            if output.writableBytes == 0 { return output.readBytes(length: output.readableBytes) }
+            consumed += taken
+            produced += made
+            switch status {
+            case Z_OK, Z_BUF_ERROR:
+                (ended, atMemberBoundary) = (false, false)
+            case Z_STREAM_END:
+                // A member ended (its CRC-32 and length checked); another may follow.
+                inflateReset(stream)
+                (ended, atMemberBoundary) = (true, true)
+            default:
+                let message = stream.pointee.msg.map { String(cString: $0) } ?? "zlib error \(status)"
+                throw .unreadable("the gzip data is corrupt (\(message)); check the file with gzip -t")
+            }
         }
+        guard produced > 0 else { return nil }
+        output.removeSubrange(produced...)
+        return output
     }
+
+    /// Bytes of ``compressed`` inflated already.
+    private var consumed = 0
+    /// Whether the inflater stands between two members (or before the first byte of the next one).
+    private var atMemberBoundary = false
 
     private func read() throws(TableError) -> [UInt8]? {
         if let chunk = first {
