@@ -111,6 +111,24 @@ struct TableReaderTests {
         }
     }
 
+    @Test func aCutOffGzipTableIsAnErrorAfterItsWholeRows() throws {
+        // Given a gzipped table of 50,000 rows cut in half
+        let text = (0..<50_000).map { "https://a.test/\($0).png\n" }.joined()
+        let whole = try Data(contentsOf: URL(fileURLWithPath: try write(text, as: "cut.txt", gzip: true)))
+        let path = folder.url.appendingPathComponent("half.txt.gz").path
+        try whole.prefix(whole.count / 2).write(to: URL(fileURLWithPath: path))
+
+        // When it is read: rows come while the data lasts, then one error that says the file is cut off
+        let reader = try TableReader(path: path)
+        var read = 0
+        #expect {
+            while try reader.next() != nil { read += 1 }
+        } throws: { error in
+            "\(error)".contains("ends too soon") && "\(error)".contains("gzip -t")
+        }
+        #expect(read > 1_000 && read < 50_000, "\(read) rows before the error")
+    }
+
     @Test func aLargeGzipTableStreamsInChunks() throws {
         // Given 50,000 JSONL rows gzipped (several MB of text, many 256 KiB chunks either side of the inflater)
         var text = ""
