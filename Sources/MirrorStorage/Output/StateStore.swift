@@ -181,10 +181,11 @@ public final class StateStore: Sendable {
     /// images the folder lacks.
     public func failedCounts() throws -> (transient: Int, permanent: Int) {
         try database.read { db in
+            let notFailures = RowStatus.recordedAsReasons.map(\.rawValue)
             let rows = try Row.fetchAll(db, sql: """
                 SELECT transient, COUNT(*) AS count FROM attempts
-                WHERE reason NOT IN ('filtered', 'opted_out', 'disallowed') GROUP BY transient
-                """)
+                WHERE reason NOT IN (\(databaseQuestionMarks(count: notFailures.count))) GROUP BY transient
+                """, arguments: StatementArguments(notFailures))
             var counts = (transient: 0, permanent: 0)
             for row in rows {
                 if row["transient"] as Bool { counts.transient = row["count"] } else { counts.permanent = row["count"] }
