@@ -116,7 +116,46 @@ struct StorageSeamTests {
         #expect(Set(try store.attempts().map(\.reason)) == [RowStatus.disallowed.rawValue, RowStatus.filtered.rawValue])
     }
 
-    private func publish(_ data: Data, url: String, stem: String, into sink: FolderSink) async -> PublishOutcome {
+    // MARK: ShardSink
+
+    @Test func theShardSinkWritesEachShardWholeOnceEveryRowSettled() async throws {
+        // Given shards of two rows, and five rows that end in every way, out of order
+        let directory = folder.url.appendingPathComponent("shards")
+        let row = { (index: Int) in ImageProvenance(key: String(format: "%09d", index), caption: "row \(index)") }
+        let url = { (index: Int) in URL(string: "https://a.test/\(index).png")! }
+        // (in a scope of its own: the sink holds the folder's lock until it is gone)
+        do {
+            let sink = try ShardSink(configuration: ShardSink.Configuration(directory: directory, shardSize: 2))
+            _ = await publish(TestImages.png(width: 9, height: 9, seed: 1), url: url(1).absoluteString, stem: "1", provenance: row(1), into: sink)
+            #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("00000.tar").path), "a shard before its rows settled")
+            _ = await publish(TestImages.png(width: 9, height: 9, seed: 0), url: url(0).absoluteString, stem: "0", provenance: row(0), into: sink)
+            sink.settle(url: url(2), provenance: row(2), as: .failed(reason: "http-503", message: "HTTP 503", isTransient: true))
+            _ = await publish(TestImages.png(width: 9, height: 9, seed: 3), url: url(3).absoluteString, stem: "3", provenance: row(3), into: sink)
+            sink.settle(url: url(4), provenance: row(4), as: .disallowed("robots.txt disallows /4.png"))
+            await sink.finish(sourceExhausted: true)
+        }
+
+        // Then three shards exist, each tar holding its saved rows' image and record in row order (by GNU tar)
+        let listing = try runTool("/usr/bin/tar", ["-tf", directory.appendingPathComponent("00000.tar").path])
+        #expect(listing.split(separator: "\n") == ["000000000.png", "000000000.json", "000000000.txt", "000000001.png", "000000001.json", "000000001.txt"])
+        #expect(try runTool("/usr/bin/tar", ["-tf", directory.appendingPathComponent("00001.tar").path]).split(separator: "\n").count == 3)
+        // and every row has a record line whose status is a RowStatus, and stats that count them
+        let records = try String(contentsOf: directory.appendingPathComponent("00002.jsonl"), encoding: .utf8)
+        #expect(ShardRecordLine.outcome(of: Data(records.utf8))?.status == .disallowed)
+        let second = try #require(ShardStats.read(try Data(contentsOf: directory.appendingPathComponent("00001_stats.json"))))
+        #expect(second.rows == 2 && second.tally.saved == 1 && second.tally.failed == 1 && second.tally.transient == 1)
+        #expect(second.tally.failures == ["http-503": 1])
+        // and a sink reopened on the folder knows the complete shards' rows, and their sum
+        let reopened = try ShardSink(configuration: ShardSink.Configuration(directory: directory, shardSize: 2))
+        #expect(reopened.contains(normalizedURL: "", provenance: row(3)))
+        #expect(reopened.completeTally.saved == 3 && reopened.completeTally.disallowed == 1)
+        let status = try DatasetStatus(names: try FileManager.default.contentsOfDirectory(atPath: directory.path)) {
+            try Data(contentsOf: directory.appendingPathComponent($0))
+        }
+        #expect(status.rows == 5 && status.shardsDone == 3 && status.tally.saved == 3)
+    }
+
+    private func publish(_ data: Data, url: String, stem: String, provenance: ImageProvenance = ImageProvenance(), into sink: any ImageSink) async -> PublishOutcome {
         let image: VerifiedImage
         do {
             let temporary = try AtomicFile.makeTemporary(in: sink.stagingDirectory)
@@ -131,7 +170,7 @@ struct StorageSeamTests {
             return .notAdmitted
         }
         return await withCheckedContinuation { continuation in
-            sink.publish(image, stem: stem, provenance: ImageProvenance()) { continuation.resume(returning: $0) }
+            sink.publish(image, stem: stem, provenance: provenance) { continuation.resume(returning: $0) }
         }
     }
 }
