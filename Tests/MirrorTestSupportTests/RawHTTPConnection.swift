@@ -284,15 +284,6 @@ final class RawHTTPConnection {
     }
 }
 
-/// Polls `condition` every few milliseconds until it holds or `timeout` passes; returns whether it held.
-func eventually(timeout: Duration = .seconds(3), _ condition: () -> Bool) -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if condition() { return true }
-        usleep(5_000)
-    }
-    return condition()
-}
 
 /// `ContinuousClock` time taken by `body`.
 func measure<T>(_ body: () throws -> T) rethrows -> (T, Duration) {

@@ -6,7 +6,7 @@ import Testing
 struct ResponseBodyTests {
     private let sample = Data((0..<100).map { UInt8($0) })
 
-    @Test func bytesAreSentWithContentLengthAndKeepAlive() throws {
+    @Test func bytesAreSentWithContentLengthAndKeepAlive() async throws {
         // Given
         let server = try TestServer.start()
         defer { server.stop() }
@@ -24,7 +24,7 @@ struct ResponseBodyTests {
         #expect(response.body == Array(sample) && response.end == .complete)
         #expect(again.body == Array(sample))
         #expect(server.connectionsAccepted == 1)
-        #expect(eventually { server.bodyBytesSent == 200 })
+        #expect(await eventually { server.bodyBytesSent == 200 })
     }
 
     @Test func dripSendsAPieceEveryInterval() throws {
@@ -72,7 +72,7 @@ struct ResponseBodyTests {
         #expect(tooSoon == .timeout)
     }
 
-    @Test func stallSendsThePrefixAndThenNothingWhileKeepingTheConnection() throws {
+    @Test func stallSendsThePrefixAndThenNothingWhileKeepingTheConnection() async throws {
         // Given
         let server = try TestServer.start()
         defer { server.stop() }
@@ -90,7 +90,7 @@ struct ResponseBodyTests {
 
         // When the client gives up, the server lets go
         connection.close()
-        #expect(eventually { server.openConnections == 0 })
+        #expect(await eventually { server.openConnections == 0 })
     }
 
     @Test func truncatedSendsLessThanDeclaredThenCloses() throws {
@@ -145,7 +145,7 @@ struct ResponseBodyTests {
         #expect(response.end == .closed)
     }
 
-    @Test func resetAbortsWithRST() throws {
+    @Test func resetAbortsWithRST() async throws {
         // Given
         let server = try TestServer.start()
         defer { server.stop() }
@@ -159,11 +159,11 @@ struct ResponseBodyTests {
         #expect(response.header("Content-Length") == "100")
         #expect(response.end == .reset)
         #expect(Array(sample.prefix(10)).starts(with: response.body))
-        #expect(eventually { server.openConnections == 0 })
+        #expect(await eventually { server.openConnections == 0 })
     }
 
     @Test(arguments: [true, false])
-    func generatedBodiesStreamTheDeterministicPattern(includeContentLength: Bool) throws {
+    func generatedBodiesStreamTheDeterministicPattern(includeContentLength: Bool) async throws {
         // Given a size that is not a multiple of the 64 KiB chunk
         let server = try TestServer.start()
         defer { server.stop() }
@@ -182,7 +182,7 @@ struct ResponseBodyTests {
         #expect(Data(response.body) == DeterministicBytes.data(count: size))
         // Still usable afterwards: the framing was exact.
         #expect(connection.request("/bytes/1").status == 200)
-        #expect(eventually { server.bodyBytesSent == size + 1 })
+        #expect(await eventually { server.bodyBytesSent == size + 1 })
     }
 
     @Test(arguments: [true, false])

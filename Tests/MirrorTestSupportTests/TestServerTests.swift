@@ -37,7 +37,7 @@ struct TestServerTests {
         #expect(ids.count == 2 && ids[0] == ids[1])
     }
 
-    @Test func clientConnectionCloseIsHonoured() throws {
+    @Test func clientConnectionCloseIsHonoured() async throws {
         // Given
         let server = try TestServer.start()
         defer { server.stop() }
@@ -50,7 +50,7 @@ struct TestServerTests {
         #expect(response.status == 200 && response.body.count == 5)
         #expect(response.header("Connection") == "close")
         #expect(connection.readToEnd().end == .closed)
-        #expect(eventually { server.openConnections == 0 })
+        #expect(await eventually { server.openConnections == 0 })
         #expect(server.connectionsAccepted == 1)
     }
 
@@ -74,7 +74,7 @@ struct TestServerTests {
         #expect(elapsed < .milliseconds(2400))
     }
 
-    @Test func finishedAndAbandonedRequestsLeaveNothingInProgress() throws {
+    @Test func finishedAndAbandonedRequestsLeaveNothingInProgress() async throws {
         // Given one finished request and one stalled request the client abandons
         let server = try TestServer.start()
         defer { server.stop() }
@@ -83,11 +83,11 @@ struct TestServerTests {
         let stalled = try RawHTTPConnection(port: server.port)
         stalled.sendRequest("/stall?prefix=1&length=10")
         _ = stalled.read(count: 1)
-        #expect(eventually { server.totalRequests == 2 })
+        #expect(await eventually { server.totalRequests == 2 })
 
         // When the client gives up
         stalled.close()
-        #expect(eventually { server.openConnections == 1 })
+        #expect(await eventually { server.openConnections == 1 })
 
         // Then after a reset the maximum restarts from zero requests in progress
         server.resetCounters()
@@ -293,7 +293,7 @@ struct TestServerTests {
         #expect(response.status == 200 && response.body == Array("hello".utf8))
     }
 
-    @Test func malformedRequestsGet400AndAClose() throws {
+    @Test func malformedRequestsGet400AndAClose() async throws {
         // Given
         let server = try TestServer.start()
         defer { server.stop() }
@@ -306,7 +306,7 @@ struct TestServerTests {
         // Then
         #expect(response.status == 400)
         #expect(connection.readToEnd().end == .closed)
-        #expect(eventually { server.openConnections == 0 })
+        #expect(await eventually { server.openConnections == 0 })
     }
 
     @Test func halfClosedClientsStillGetTheirResponse() throws {
@@ -348,7 +348,7 @@ struct TestServerTests {
         #expect((try? RawHTTPConnection(port: server.port)) == nil)
     }
 
-    @Test func stopFromARouteHandlerDoesNotDeadlock() throws {
+    @Test func stopFromARouteHandlerDoesNotDeadlock() async throws {
         // Given
         let server = try TestServer.start()
         let connection = try RawHTTPConnection(port: server.port, receiveTimeout: .seconds(2))
@@ -363,7 +363,7 @@ struct TestServerTests {
 
         // Then the handler returned and the connection went away
         #expect(end == .closed || end == .reset)
-        #expect(eventually { (try? RawHTTPConnection(port: server.port)) == nil })
+        #expect(await eventually { (try? RawHTTPConnection(port: server.port)) == nil })
     }
 
     @Test func manyRequestsShareOneConnection() throws {
@@ -389,7 +389,7 @@ struct TestServerTests {
         print("\(count) keep-alive requests took \(elapsed)")
     }
 
-    @Test func manyShortConnectionsAreAllCountedAndClosed() throws {
+    @Test func manyShortConnectionsAreAllCountedAndClosed() async throws {
         // Given
         let server = try TestServer.start()
         defer { server.stop() }
@@ -402,6 +402,6 @@ struct TestServerTests {
 
         // Then
         #expect(server.connectionsAccepted == 200)
-        #expect(eventually { server.openConnections == 0 })
+        #expect(await eventually { server.openConnections == 0 })
     }
 }

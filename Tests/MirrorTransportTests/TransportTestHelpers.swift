@@ -58,14 +58,3 @@ final class TemporaryFile {
     }
 }
 
-/// Polls a condition until it holds or the deadline passes. The default deadline is generous: a condition that holds
-/// ends the wait at once, and under ThreadSanitizer, with every suite running beside it on two cores, a request to the
-/// loopback server once took more than 5 s to arrive (a CI run on 2026-11-26).
-func eventually(within timeout: Duration = .seconds(30), _ condition: () -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(10))
-    }
-    return condition()
-}

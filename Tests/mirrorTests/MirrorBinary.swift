@@ -101,33 +101,6 @@ struct MirrorBinary {
     }
 }
 
-/// A fresh temporary folder per test.
-final class TemporaryFolder: Sendable {
-    let url: URL
-
-    init() {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("mirror-e2e-\(UUID().uuidString)", isDirectory: true)
-        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    var path: String { url.path }
-
-    func file(_ name: String) -> URL { url.appendingPathComponent(name) }
-
-    /// Visible files (the images and the manifest), without `metadata.jsonl`, the manifest's link for `imagefolder`.
-    var visibleFiles: [String] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? []).filter { !$0.hasPrefix(".") && $0 != "metadata.jsonl" }.sorted()
-    }
-
-    /// Leftover temporary files.
-    var temporaryFiles: [String] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? []).filter { $0.hasSuffix(".part") }
-    }
-
-    deinit {
-        try? FileManager.default.removeItem(at: url)
-    }
-}
 
 /// Runs blocking work (waiting for a process, polling a folder with `usleep`) on a Dispatch thread and returns its
 /// result.

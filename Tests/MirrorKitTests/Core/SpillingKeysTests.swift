@@ -23,7 +23,7 @@ struct SpillingKeysTests {
     }
 
     @Test func theFileKeepsTheFirstValueAcrossBatches() throws {
-        let directory = TemporaryDirectory()
+        let directory = TemporaryFolder()
         let keys = try DiskKeySet(directory: directory.url, name: "test")
         // 25,000 keys: six batches of 4,096 are written to the file, 424 still wait in memory.
         for index in 0..<25_000 {
@@ -41,7 +41,7 @@ struct SpillingKeysTests {
     }
 
     @Test func concurrentInsertsCountEveryKeyOnceWhileBatchesAreWritten() async throws {
-        let directory = TemporaryDirectory()
+        let directory = TemporaryFolder()
         let keys = try DiskKeySet(directory: directory.url, name: "race")
         // Four tasks insert 0..<20,000 in overlapping halves, so every key is offered twice while batches of 4,096 are
         // being written: a key that waits in the batch being written must not look new to the other task.
@@ -59,7 +59,7 @@ struct SpillingKeysTests {
     }
 
     @Test func keysMoveToTheFileBeyondTheLimitAndTheFileGoesWithThem() throws {
-        let directory = TemporaryDirectory()
+        let directory = TemporaryFolder()
         do {
             var keys = SpillingKeys(spillingInto: directory.url, name: "spill", after: 100)
             for index in 0..<50 { keys.insert(Fingerprint("k\(index)"), value: "v\(index)") }
@@ -85,7 +85,7 @@ struct SpillingKeysTests {
 
     @Test func aFolderLargerThanTheLimitStillKnowsEveryImage() throws {
         // Given a folder of 12,000 saved images (four keys each: over the 16,384 kept in memory)
-        let directory = TemporaryDirectory()
+        let directory = TemporaryFolder()
         var manifest = Data()
         for index in 0..<12_000 {
             let name = "image-\(index).png"

@@ -4,12 +4,13 @@ import Foundation
 @testable import MirrorKit
 @testable import MirrorSearch
 @testable import MirrorStorage
+import MirrorTestSupport
 import Testing
 
 /// Which share of a job a copy takes: from `--shard`, from SLURM's or Kubernetes' variables, by row or by host.
 @Suite("Work shards")
 struct WorkShardTests {
-    private let folder = TemporaryDirectory()
+    private let folder = TemporaryFolder()
 
     @Test func iOverNParsesAndRefusesWhatIsNotAShare() {
         #expect(WorkShard.parse("2/4") == WorkShard(index: 2, count: 4))

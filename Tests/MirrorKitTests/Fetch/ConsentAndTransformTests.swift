@@ -78,7 +78,7 @@ struct RobotsRulesTests {
 
 @Suite("Resizing")
 struct ImageTransformTests {
-    private let folder = TemporaryDirectory()
+    private let folder = TemporaryFolder()
     private let validator = ImageValidator()
 
     /// A verified image of `data` in a temporary file.

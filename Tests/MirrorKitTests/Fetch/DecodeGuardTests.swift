@@ -13,7 +13,7 @@ import Testing
 /// image a run died decoding.
 @Suite("Decode budget and journal")
 struct DecodeGuardTests {
-    private let folder = TemporaryDirectory()
+    private let folder = TemporaryFolder()
 
     // MARK: Budget
 

@@ -18,7 +18,7 @@ struct DownloadManagerTests {
         defer { server.stop() }
         let png = TestImages.png(width: 40, height: 30, seed: 1)
         server.route("/a.png", .ok(png, contentType: "image/png"))
-        let folder = TemporaryDirectory()
+        let folder = TemporaryFolder()
         let manager = makeManager()
 
         // When it is downloaded
@@ -50,7 +50,7 @@ struct DownloadManagerTests {
         server.route("/wrong-type.png", .ok(good, contentType: "text/html"))
         server.route("/small.png", .ok(TestImages.png(width: 10, height: 10, seed: 3), contentType: "image/png"))
         server.route("/big.png", .ok(TestImages.png(width: 200, height: 200, seed: 4), contentType: "image/png"))
-        let folder = TemporaryDirectory()
+        let folder = TemporaryFolder()
         let manager = makeManager {
             $0.retry.maximumRetries = 0
             $0.maximumBytes = 50_000
@@ -88,7 +88,7 @@ struct DownloadManagerTests {
         var page = TestImages.htmlErrorPage
         while page.count < 2_000_000 { page.append(TestImages.htmlErrorPage) }
         server.route("/big.html.jpg", .ok(page, contentType: "image/jpeg"))
-        let folder = TemporaryDirectory()
+        let folder = TemporaryFolder()
         let manager = makeManager()
 
         let result = await manager.download(DownloadRequest(url: server.url("/big.html.jpg"), directory: folder.url))
@@ -109,7 +109,7 @@ struct DownloadManagerTests {
             let call = calls.withLock { $0 += 1; return $0 }
             return call <= 2 ? .status(500) : .ok(png, contentType: "image/png")
         }
-        let folder = TemporaryDirectory()
+        let folder = TemporaryFolder()
         let manager = makeManager()
 
         let flaky = await manager.download(DownloadRequest(url: server.url("/flaky"), directory: folder.url))
@@ -136,7 +136,7 @@ struct DownloadManagerTests {
             default: return .ok(png, contentType: "image/png")
             }
         }
-        let folder = TemporaryDirectory()
+        let folder = TemporaryFolder()
         let manager = makeManager()
 
         let result = await manager.download(DownloadRequest(url: server.url("/busy"), directory: folder.url))
@@ -158,7 +158,7 @@ struct DownloadManagerTests {
         for index in 0..<300 {
             server.route("/img/\(index).png", .ok(TestImages.png(width: 4, height: 4, seed: UInt64(index)), contentType: "image/png"))
         }
-        let folder = TemporaryDirectory()
+        let folder = TemporaryFolder()
         let manager = makeManager {
             $0.concurrency = 64
             $0.perHost = 6
@@ -189,7 +189,7 @@ struct DownloadManagerTests {
         for name in ["a", "b", "c"] {
             server.route("/\(name).png", Response(status: 200, headers: [("Content-Type", "image/png")], body: .drip(png, chunkSize: 100, interval: .milliseconds(150))))
         }
-        let folder = TemporaryDirectory()
+        let folder = TemporaryFolder()
         let manager = makeManager()
         let outcomes = Outcomes()
         var tickets: [String: DownloadTicket] = [:]
@@ -221,7 +221,7 @@ struct DownloadManagerTests {
         server.route(prefix: "/stall-png") { _ in
             Response(status: 200, headers: [("Content-Type", "image/png")], body: .stall(prefix: Data(head), declaredLength: 100_000))
         }
-        let folder = TemporaryDirectory()
+        let folder = TemporaryFolder()
         let manager = makeManager {
             $0.concurrency = 64
             $0.perHost = 64
@@ -258,10 +258,10 @@ struct DownloadManagerTests {
         defer { server.stop() }
         let png = TestImages.png(width: 12, height: 9, seed: 8)
         server.route("/cached.png", .ok(png, contentType: "image/png"))
-        let cacheFolder = TemporaryDirectory()
+        let cacheFolder = TemporaryFolder()
         let cache = DiskCache(directory: cacheFolder.url)
-        let first = TemporaryDirectory()
-        let second = TemporaryDirectory()
+        let first = TemporaryFolder()
+        let second = TemporaryFolder()
         let manager = makeManager { $0.cache = ImageCache(memory: nil, disk: cache) }
         let fetched = try #require(await manager.download(DownloadRequest(url: server.url("/cached.png"), directory: first.url)).success)
         #expect(fetched.source == .none)
@@ -287,7 +287,7 @@ struct RetryWaitCancellationTests {
         let server = try TestServer.start()
         defer { server.stop() }
         server.route("/later.png", .status(503, headers: [("Retry-After", "300")]))
-        let folder = TemporaryDirectory()
+        let folder = TemporaryFolder()
         let manager = makeManager { $0.retry.maximumRetryAfter = .seconds(600) }
         let outcomes = Outcomes()
         let url = server.url("/later.png")

@@ -13,7 +13,7 @@ import Testing
 struct HashingFileSinkTests {
     /// Feeds `body` in chunks of the given sizes (cycled), finishes, and returns (the file, finish's data, digest).
     private func feed(_ body: Data, chunks: [Int]) throws -> (file: Data, inMemory: Data?, digest: String) {
-        let folder = TemporaryDirectory()
+        let folder = TemporaryFolder()
         let temporary = try AtomicFile.makeTemporary(in: folder.url)
         let sink = HashingFileSink(descriptor: temporary.descriptor, pool: BufferPool(size: HashingFileSink.memoryLimit))
         var offset = 0

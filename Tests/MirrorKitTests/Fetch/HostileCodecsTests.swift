@@ -13,7 +13,7 @@ import Testing
 /// or white; what does is saved as Pillow shows it.
 @Suite("Resizing hostile images")
 struct HostileCodecsTests {
-    private let folder = TemporaryDirectory()
+    private let folder = TemporaryFolder()
 
     /// What a transform of `data` ends in: the failure's reason key, or the image.
     private func outcome(_ data: Data, _ transform: ImageTransform) throws -> Result<(VerifiedImage, Data), ImageTransform.Failure> {

@@ -6,13 +6,14 @@ import MirrorImages
 @testable import MirrorKit
 @testable import MirrorSearch
 @testable import MirrorStorage
+import MirrorTestSupport
 import Testing
 
 /// The transform on real files of every format mirror verifies: JPEG, PNG, WebP and GIF through their codecs, the
 /// rest (and CMYK JPEGs, animated WebP) through libvips; what happens to alpha, animation, orientation and geometry.
 @Suite("Resizing on the codecs")
 struct ImageCodecsTests {
-    private let folder = TemporaryDirectory()
+    private let folder = TemporaryFolder()
     private let validator = ImageValidator()
 
     /// The sample files of MirrorImagesTests (`Samples/make-samples.sh` says how each was made).

@@ -23,7 +23,7 @@ struct PipelineTests {
 
     @Test func theCountIsExactUnderFailures() async throws {
         // Given 60 candidates, every third answering 404 and every fifth an HTML page
-        let folder = TemporaryDirectory()
+        let folder = TemporaryFolder()
         let loader = StubLoader { url in
             let index = Int(url.deletingPathExtension().lastPathComponent)!
             if index % 3 == 0 { return .status(404) }
@@ -48,7 +48,7 @@ struct PipelineTests {
 
     @Test func duplicatesByURLAndByContentAreAdmittedOnce() async throws {
         // Given a list with a URL twice, one the sink already has, and two URLs serving the same bytes
-        let folder = TemporaryDirectory()
+        let folder = TemporaryFolder()
         let same = TestImages.png(width: 5, height: 5, seed: 99)
         let loader = StubLoader { url in
             url.lastPathComponent.hasPrefix("same") ? .body(same) : .body(TestImages.png(width: 3, height: 3, seed: UInt64(url.hashValue & 0xFFFF)))
@@ -69,7 +69,7 @@ struct PipelineTests {
 
     @Test func cancellingTheTaskCancelsEveryDownload() async throws {
         // Given downloads that never answer
-        let folder = TemporaryDirectory()
+        let folder = TemporaryFolder()
         let loader = StubLoader { _ in .hang }
         let sink = MemorySink(directory: folder.url)
         let pipeline = Pipeline(configuration: Self.configuration(target: 10), loader: loader)
@@ -90,7 +90,7 @@ struct PipelineTests {
 
     @Test func aSinkThatFailsStopsTheRun() async throws {
         // Given a sink that cannot be written (a full disk)
-        let folder = TemporaryDirectory()
+        let folder = TemporaryFolder()
         let loader = StubLoader { url in .body(TestImages.png(width: 2, height: 2, seed: UInt64(url.hashValue & 0xFFFF))) }
         let source = ScriptedSource((1...500).map(Self.url))
         let sink = MemorySink(directory: folder.url, failing: true)
@@ -108,7 +108,7 @@ struct PipelineTests {
     @Test func aSourceThatFailsIsReportedAfterWhatItGaveIsDone() async throws {
         struct Broken: Error {}
         // Given a source that yields 5 and then throws
-        let folder = TemporaryDirectory()
+        let folder = TemporaryFolder()
         let loader = StubLoader { url in .body(TestImages.png(width: 2, height: 3, seed: UInt64(url.hashValue & 0xFFFF))) }
         let sink = MemorySink(directory: folder.url)
 
@@ -122,7 +122,7 @@ struct PipelineTests {
     }
 
     @Test func theFilterTurnsAwayWhatTheSourceReportsBeforeAnyDownload() async throws {
-        let folder = TemporaryDirectory()
+        let folder = TemporaryFolder()
         let loader = StubLoader { _ in .body(TestImages.png(width: 2, height: 2)) }
         var configuration = Self.configuration(target: nil)
         configuration.filter = ImageFilter(minimumWidth: 100, minimumHeight: 100)

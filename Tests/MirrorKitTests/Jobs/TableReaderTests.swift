@@ -4,12 +4,13 @@ import Foundation
 @testable import MirrorKit
 @testable import MirrorSearch
 @testable import MirrorStorage
+import MirrorTestSupport
 import Testing
 
 /// Tables of URLs: text, CSV, TSV and JSONL, gzip or not, read row by row with bad rows reported in place.
 @Suite("Table reader")
 struct TableReaderTests {
-    private let folder = TemporaryDirectory()
+    private let folder = TemporaryFolder()
 
     private func write(_ text: String, as name: String, gzip: Bool = false) throws -> String {
         let file = folder.url.appendingPathComponent(name)

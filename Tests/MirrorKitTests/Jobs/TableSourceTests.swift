@@ -1,12 +1,13 @@
 import Foundation
 @testable import MirrorKit
+import MirrorTestSupport
 import Testing
 
 /// A table as the pipeline's source: read ahead on a queue of its own, taken by any number of callers at once.
 /// (Its own suite, apart from the work shards', so that ThreadSanitizer runs it: CI skips `WorkShardTests`.)
 @Suite("Table source")
 struct TableSourceTests {
-    private let folder = TemporaryDirectory()
+    private let folder = TemporaryFolder()
 
     @Test("the source reads ahead in batches, yet counts only the rows it gave, and callers at once share the rows")
     func readAheadCountsWhatItGaveAndServesConcurrentCallers() async throws {

@@ -40,17 +40,31 @@ final class ScriptedSource: CandidateSource {
     }
 }
 
-/// A stub ``HTTPLoading``: answers each URL from a script on a background queue, writing 2xx bodies to the
-/// request's sink as the real driver does; `.hang` answers only when cancelled.
+/// A stub ``HTTPLoading``, the one of the unit tests: answers each request from a script on a background queue,
+/// writing 2xx bodies to the request's sink as the real driver does; `.hang` answers only when cancelled. It records
+/// every request (URLs, and whole for what a test checks of its headers and method).
 final class StubLoader: HTTPLoading {
     enum Answer: Sendable {
         case body(Data)
         case status(Int)
+        /// A whole response with its body in memory and an `ETag` (as object storage answers).
+        case response(Int, body: String)
         case hang
     }
 
     private let script: @Sendable (URL) -> Answer
     let requests = Locked<[URL]>([])
+    /// Every request, whole.
+    let transfers = Locked<[TransferRequest]>([])
+
+    /// The requests so far, whole.
+    var recorded: [TransferRequest] { transfers.withLock { $0 } }
+
+    /// Answers requests in order from `answers` (status, body), then 500 to any more.
+    static func sequence(_ answers: [(Int, String)]) -> StubLoader {
+        let queue = Locked(answers.map { Answer.response($0.0, body: $0.1) })
+        return StubLoader { _ in queue.withLock { $0.isEmpty ? .response(500, body: "") : $0.removeFirst() } }
+    }
     private let hanging = Locked<[Int: @Sendable (Result<HTTPResponse, TransportError>) -> Void]>([:])
     private let nextID = Locked(0)
 
@@ -65,6 +79,7 @@ final class StubLoader: HTTPLoading {
 
     func load(_ request: TransferRequest, completion: @escaping @Sendable (Result<HTTPResponse, TransportError>) -> Void) -> any Cancellable {
         requests.withLock { $0.append(request.url) }
+        transfers.withLock { $0.append(request) }
         let answer = script(request.url)
         let id = nextID.withLock { $0 += 1; return $0 }
         if case .hang = answer {
@@ -84,6 +99,11 @@ final class StubLoader: HTTPLoading {
                     completion(.success(HTTPResponse(status: 200, effectiveURL: request.url, bytesReceived: Int64(data.count))))
                 case let .status(status):
                     completion(.success(HTTPResponse(status: status, effectiveURL: request.url)))
+                case let .response(status, body):
+                    completion(.success(HTTPResponse(
+                        status: status, headers: [("etag", "\"tag\"")], effectiveURL: request.url, redirectCount: 0,
+                        bytesReceived: Int64(body.utf8.count), body: Data(body.utf8), timings: .zero, connectionsOpened: 0
+                    )))
                 case .hang:
                     break
                 }

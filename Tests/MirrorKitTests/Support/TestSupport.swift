@@ -9,15 +9,7 @@ import MirrorImages
 import MirrorTestSupport
 import MirrorTransport
 
-/// A fresh temporary folder per test, removed when the value is dropped.
-final class TemporaryDirectory: Sendable {
-    let url: URL
-
-    init() {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("mirror-test-\(UUID().uuidString)", isDirectory: true)
-        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
+extension TemporaryFolder {
     /// A verified image of `data` in a temporary file here, as a download leaves one.
     func verifiedImage(_ data: Data, validator: ImageValidator = ImageValidator()) throws -> VerifiedImage {
         let temporary = try AtomicFile.makeTemporary(in: url)
@@ -28,20 +20,6 @@ final class TemporaryDirectory: Sendable {
             info: try validator.validate(data), bytes: Int64(data.count), sha256: sha256Hex(data), source: .none, attempts: 1,
             fetchedAt: Date()
         )
-    }
-
-    /// Names of the files inside, hidden ones included.
-    var fileNames: [String] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? []).sorted()
-    }
-
-    /// Temporary files mirror left behind.
-    var temporaryFiles: [String] {
-        fileNames.filter { $0.hasPrefix(AtomicFile.temporaryPrefix) && $0.hasSuffix(AtomicFile.temporarySuffix) }
-    }
-
-    deinit {
-        try? FileManager.default.removeItem(at: url)
     }
 }
 
@@ -69,15 +47,6 @@ final class Outcomes: Sendable {
     var lastRecorded: ContinuousClock.Instant? { results.withLock { $0.last } }
 }
 
-/// Polls until a condition holds or the deadline passes.
-func eventually(within timeout: Duration = .seconds(10), _ condition: () -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(10))
-    }
-    return condition()
-}
 
 extension Result {
     var success: Success? { if case let .success(value) = self { value } else { nil } }

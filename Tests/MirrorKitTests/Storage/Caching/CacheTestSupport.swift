@@ -1,4 +1,5 @@
 import Foundation
+import MirrorTestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -9,20 +10,15 @@ import Darwin
 /// Runs `body` with a fresh, empty directory named by a UUID under the system's temporary directory,
 /// and removes the directory afterwards, whatever happened.
 func withCacheTestDirectory<T>(_ body: (URL) throws -> T) throws -> T {
-    let directory = FileManager.default.temporaryDirectory
-        .appendingPathComponent("mirror-cache-tests-\(UUID().uuidString)", isDirectory: true)
-    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(at: directory) }
-    return try body(directory)
+    let folder = TemporaryFolder()
+    return try withExtendedLifetime(folder) { try body(folder.url) }
 }
 
 /// The async variant of ``withCacheTestDirectory(_:)``.
 func withCacheTestDirectory<T>(_ body: (URL) async throws -> T) async throws -> T {
-    let directory = FileManager.default.temporaryDirectory
-        .appendingPathComponent("mirror-cache-tests-\(UUID().uuidString)", isDirectory: true)
-    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(at: directory) }
-    return try await body(directory)
+    let folder = TemporaryFolder()
+    defer { withExtendedLifetime(folder) {} }
+    return try await body(folder.url)
 }
 
 /// A clock that stands still until a test moves it.

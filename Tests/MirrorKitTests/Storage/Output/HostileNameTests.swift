@@ -75,7 +75,7 @@ struct HostileNameTests {
 
     @Test func namesThatDifferOnlyInCaseNeverBothAppear() async throws {
         // Given two images whose wanted names differ only in case
-        let directory = TemporaryDirectory()
+        let directory = TemporaryFolder()
         let folder = try OutputFolder(directory: directory.url)
         let committer = ImageCommitter(folder: folder, isSyncEnabled: false)
         var names: [String] = []

@@ -36,7 +36,7 @@ struct OutputFolderTests {
 
     @Test func publishesWithoutClobberingAndDropsDuplicates() async throws {
         // Given a folder that already has a file named cat.png that is not ours
-        let directory = TemporaryDirectory()
+        let directory = TemporaryFolder()
         try Data("someone else's".utf8).write(to: directory.url.appendingPathComponent("cat.png"))
         let folder = try OutputFolder(directory: directory.url)
         let committer = ImageCommitter(folder: folder)
@@ -64,7 +64,7 @@ struct OutputFolderTests {
 
     @Test func aLargeBatchIsSyncedWithItsFileSystemAndSaved() async throws {
         // Given a folder, and the call that syncs a whole batch at once
-        let directory = TemporaryDirectory()
+        let directory = TemporaryFolder()
         try AtomicFile.syncFileSystem(of: directory.url)
         #expect(throws: FileError.self) { try AtomicFile.syncFileSystem(of: directory.url.appendingPathComponent("missing")) }
         let folder = try OutputFolder(directory: directory.url)
@@ -90,7 +90,7 @@ struct OutputFolderTests {
     }
 
     @Test func neverAdmitsMoreThanTheLimit() async throws {
-        let directory = TemporaryDirectory()
+        let directory = TemporaryFolder()
         let folder = try OutputFolder(directory: directory.url)
         let committer = ImageCommitter(folder: folder, isSyncEnabled: false, admissionLimit: 3)
         var saved = 0
@@ -106,7 +106,7 @@ struct OutputFolderTests {
 
     @Test func reopeningReconcilesWhatAKillLeft() async throws {
         // Given a folder with one saved image, then the debris of a killed run:
-        let directory = TemporaryDirectory()
+        let directory = TemporaryFolder()
         let png = TestImages.png(width: 6, height: 6, seed: 9)
         let adopted = TestImages.png(width: 7, height: 7, seed: 10)
         do {
@@ -140,14 +140,14 @@ struct OutputFolderTests {
     }
 
     @Test func aSecondRunCannotTakeTheLock() throws {
-        let directory = TemporaryDirectory()
+        let directory = TemporaryFolder()
         let first = try OutputFolder(directory: directory.url)
         #expect(throws: FolderLock.Held.self) { try OutputFolder(directory: directory.url) }
         withExtendedLifetime(first) {}
     }
 
     @Test func aFileIsNotAFolder() throws {
-        let directory = TemporaryDirectory()
+        let directory = TemporaryFolder()
         let file = directory.url.appendingPathComponent("plain")
         try Data().write(to: file)
         #expect(throws: FileError(operation: "use as a folder", path: file.path, code: ENOTDIR)) { try OutputFolder(directory: file) }
@@ -173,7 +173,7 @@ struct OutputFolderTests {
             }
             lines.append(server.url(path).absoluteString)
         }
-        let directory = TemporaryDirectory()
+        let directory = TemporaryFolder()
         var configuration = URLListJob.Configuration(directory: directory.url)
         configuration.downloads.concurrency = 64
         configuration.downloads.perHost = 64
@@ -217,8 +217,8 @@ struct OutputFolderTests {
             server.route("/c/\(index).png", .ok(TestImages.png(approximateBytes: 10_000, seed: UInt64(index)), contentType: "image/png"))
             lines.append(server.url("/c/\(index).png").absoluteString)
         }
-        let directory = TemporaryDirectory()
-        let cacheDirectory = TemporaryDirectory()
+        let directory = TemporaryFolder()
+        let cacheDirectory = TemporaryFolder()
         let cache = DiskCache(directory: cacheDirectory.url, sizeLimit: 100_000, prefersHardLinks: false)
         var configuration = URLListJob.Configuration(directory: directory.url)
         configuration.downloads.cache = ImageCache(memory: nil, disk: cache)

@@ -4,6 +4,7 @@ import Foundation
 @testable import MirrorKit
 @testable import MirrorSearch
 @testable import MirrorStorage
+import MirrorTestSupport
 import MirrorTransport
 import Testing
 
@@ -11,36 +12,7 @@ import Testing
 /// against a real S3 server with signature checking is `scripts/check-s3`, read back by boto3.)
 @Suite("S3 client")
 struct S3ClientTests {
-    /// Answers each request from a script, recording it.
-    final class ScriptedLoader: HTTPLoading, @unchecked Sendable {  // `lock` guards `answers` and `requests`
-        private let lock = NSLock()
-        private var answers: [(Int, String)]
-        private(set) var requests: [TransferRequest] = []
-
-        init(_ answers: [(Int, String)]) {
-            self.answers = answers
-        }
-
-        var recorded: [TransferRequest] { lock.withLock { requests } }
-
-        func load(_ request: TransferRequest, completion: @escaping @Sendable (Result<HTTPResponse, TransportError>) -> Void) -> any Cancellable {
-            let (status, body) = lock.withLock { () -> (Int, String) in
-                requests.append(request)
-                return answers.isEmpty ? (500, "") : answers.removeFirst()
-            }
-            completion(.success(HTTPResponse(
-                status: status, headers: [("etag", "\"tag\"")], effectiveURL: request.url, redirectCount: 0,
-                bytesReceived: Int64(body.utf8.count), body: Data(body.utf8), timings: .zero, connectionsOpened: 0
-            )))
-            return Nothing()
-        }
-
-        struct Nothing: Cancellable {
-            func cancel() {}
-        }
-    }
-
-    private func client(_ loader: ScriptedLoader, endpoint: String? = "http://127.0.0.1:9000/") -> S3Client {
+    private func client(_ loader: StubLoader, endpoint: String? = "http://127.0.0.1:9000/") -> S3Client {
         var settings = S3Configuration(accessKeyID: "AKIDEXAMPLE", secretAccessKey: "wJalrXUtnFEMI/K7MDENG")
         settings.endpoint = endpoint.flatMap(URL.init(string:))
         settings.region = "eu-west-3"
@@ -59,16 +31,16 @@ struct S3ClientTests {
     }
 
     @Test func urlsArePathStyleUnderAnEndpointWithTheQuerySortedAndEncoded() {
-        let s3 = client(ScriptedLoader([]))
+        let s3 = client(StubLoader.sequence([]))
         let url = s3.url(key: "data set/2026/00001.tar", query: [("uploadId", "a/b+c"), ("partNumber", "2")])
         #expect(url.absoluteString == "http://127.0.0.1:9000/bucket/data%20set/2026/00001.tar?partNumber=2&uploadId=a%2Fb%2Bc")
         #expect(s3.url(key: nil, query: [("uploads", ""), ("prefix", "p")]).absoluteString == "http://127.0.0.1:9000/bucket?prefix=p&uploads=")
-        let aws = client(ScriptedLoader([]), endpoint: nil)
+        let aws = client(StubLoader.sequence([]), endpoint: nil)
         #expect(aws.url(key: "k", query: []).absoluteString == "https://bucket.s3.eu-west-3.amazonaws.com/k")
     }
 
     @Test func requestsAreSignedAndCarryTheirPayloadHash() async throws {
-        let loader = ScriptedLoader([(204, "")])
+        let loader = StubLoader.sequence([(204, "")])
         try await client(loader).delete(key: "k")
         let request = try #require(loader.recorded.first)
         #expect(request.method == "DELETE")
@@ -80,7 +52,7 @@ struct S3ClientTests {
     @Test func aListingIsFollowedPageByPage() async throws {
         let page1 = "<ListBucketResult><IsTruncated>true</IsTruncated><Contents><Size>10</Size><Key>ds/00000.tar</Key></Contents><NextContinuationToken>t/1=</NextContinuationToken></ListBucketResult>"
         let page2 = "<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Key>ds/00000_stats.json</Key><Size>2</Size></Contents></ListBucketResult>"
-        let loader = ScriptedLoader([(200, page1), (200, page2)])
+        let loader = StubLoader.sequence([(200, page1), (200, page2)])
         let objects = try await client(loader).listObjects(prefix: "ds")
         #expect(objects.map(\.key) == ["ds/00000.tar", "ds/00000_stats.json"])
         #expect(loader.recorded.last?.url.query == "continuation-token=t%2F1%3D&list-type=2&prefix=ds")
@@ -91,14 +63,14 @@ struct S3ClientTests {
         let page1 = "<ListMultipartUploadsResult><IsTruncated>true</IsTruncated><NextKeyMarker>ds/1.tar</NextKeyMarker><NextUploadIdMarker>B</NextUploadIdMarker>"
             + "<Upload><UploadId>A</UploadId><Key>ds/0.tar</Key><Initiated>x</Initiated></Upload><Upload><Key>ds/1.tar</Key><UploadId>B</UploadId></Upload></ListMultipartUploadsResult>"
         let page2 = "<ListMultipartUploadsResult><IsTruncated>false</IsTruncated><Upload><UploadId>C</UploadId><Key>ds/2.tar</Key></Upload></ListMultipartUploadsResult>"
-        let loader = ScriptedLoader([(200, page1), (200, page2)])
+        let loader = StubLoader.sequence([(200, page1), (200, page2)])
         let uploads = try await client(loader).listUploads(prefix: "ds")
         #expect(uploads == [.init(key: "ds/0.tar", id: "A"), .init(key: "ds/1.tar", id: "B"), .init(key: "ds/2.tar", id: "C")])
         #expect(loader.recorded.last?.url.query == "key-marker=ds%2F1.tar&prefix=ds&upload-id-marker=B&uploads=")
     }
 
     @Test func aRejectedSignatureIsTheCredentialsFaultAndIsNotRetried() async throws {
-        let loader = ScriptedLoader([(403, "<Error><Code>SignatureDoesNotMatch</Code></Error>")])
+        let loader = StubLoader.sequence([(403, "<Error><Code>SignatureDoesNotMatch</Code></Error>")])
         await #expect {
             try await client(loader).listObjects(prefix: "ds")
         } throws: { error in
@@ -109,20 +81,20 @@ struct S3ClientTests {
     }
 
     @Test func serverErrorsAreRetriedThenReported() async throws {
-        let loader = ScriptedLoader([(503, "<Error><Code>SlowDown</Code></Error>"), (503, ""), (503, "")])
+        let loader = StubLoader.sequence([(503, "<Error><Code>SlowDown</Code></Error>"), (503, ""), (503, "")])
         await #expect {
             try await client(loader).delete(key: "k")
         } throws: { error in
             (error as? ObjectStoreError)?.isTransient == true
         }
         #expect(loader.recorded.count == 3)
-        let recovering = ScriptedLoader([(500, ""), (204, "")])
+        let recovering = StubLoader.sequence([(500, ""), (204, "")])
         try await client(recovering).delete(key: "k")
         #expect(recovering.recorded.count == 2)
     }
 
     @Test func aMissingBucketSaysSo() async throws {
-        let loader = ScriptedLoader([(404, "<Error><Code>NoSuchBucket</Code></Error>")])
+        let loader = StubLoader.sequence([(404, "<Error><Code>NoSuchBucket</Code></Error>")])
         await #expect {
             try await client(loader).listObjects(prefix: "")
         } throws: { error in
@@ -131,12 +103,12 @@ struct S3ClientTests {
     }
 
     @Test func aLargeFileGoesUpInPartsAndAFailedPartAbortsTheUpload() async throws {
-        let folder = TemporaryDirectory()
+        let folder = TemporaryFolder()
         let file = folder.url.appendingPathComponent("00000.tar")
         try Data(repeating: 7, count: 12 << 20).write(to: file)
         let created = "<InitiateMultipartUploadResult><UploadId>U1</UploadId></InitiateMultipartUploadResult>"
         // 12 MiB in 5 MiB parts: 3 parts, then completion
-        let loader = ScriptedLoader([(200, created), (200, ""), (200, ""), (200, ""), (200, "<CompleteMultipartUploadResult/>")])
+        let loader = StubLoader.sequence([(200, created), (200, ""), (200, ""), (200, ""), (200, "<CompleteMultipartUploadResult/>")])
         var s3 = client(loader)
         s3 = S3Client(location: s3.location, configuration: { var c = s3.configuration; c.partSize = 5 << 20; return c }(), loader: loader)
         try await s3.put(file: file, key: "ds/00000.tar", contentType: "application/x-tar")
@@ -146,7 +118,7 @@ struct S3ClientTests {
         #expect(String(decoding: requests[4].body ?? Data(), as: UTF8.self).contains("<PartNumber>3</PartNumber><ETag>&quot;tag&quot;</ETag>"))
 
         // A part that keeps failing: the upload is aborted
-        let failing = ScriptedLoader([(200, created), (400, "<Error><Code>InvalidPart</Code></Error>"), (204, "")])
+        let failing = StubLoader.sequence([(200, created), (400, "<Error><Code>InvalidPart</Code></Error>"), (204, "")])
         let broken = S3Client(location: s3.location, configuration: s3.configuration, loader: failing)
         await #expect(throws: ObjectStoreError.self) { try await broken.put(file: file, key: "ds/00000.tar", contentType: "application/x-tar") }
         #expect(failing.recorded.last?.method == "DELETE" && failing.recorded.last?.url.query == "uploadId=U1")

@@ -11,7 +11,7 @@ import Testing
 /// tar, not by our reader) and the folder sink.
 @Suite("Storage seams")
 struct StorageSeamTests {
-    let folder = TemporaryDirectory()
+    let folder = TemporaryFolder()
 
     // MARK: StateStore
 
