@@ -116,16 +116,3 @@ func onDispatchThread<T: Sendable, Failure: Error>(_ body: @escaping @Sendable (
     return try result.get()
 }
 
-/// Runs a command-line tool (`/bin/tar`, `/bin/gzip`) and returns its standard output.
-@discardableResult
-func runTool(_ path: String, _ arguments: [String]) throws -> String {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: path)
-    process.arguments = arguments
-    let out = Pipe()
-    process.standardOutput = out
-    try process.run()
-    let data = out.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return String(decoding: data, as: UTF8.self)
-}

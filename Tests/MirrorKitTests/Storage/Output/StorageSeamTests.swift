@@ -174,20 +174,3 @@ struct StorageSeamTests {
         }
     }
 }
-
-/// Runs a tool and returns its standard output as text.
-private func runTool(_ path: String, _ arguments: [String]) throws -> String {
-    String(decoding: try runToolData(path, arguments), as: UTF8.self)
-}
-
-private func runToolData(_ path: String, _ arguments: [String]) throws -> Data {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: path)
-    process.arguments = arguments
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    try process.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return data
-}
