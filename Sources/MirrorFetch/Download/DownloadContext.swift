@@ -27,7 +27,7 @@ struct DownloadContext: Sendable {
     /// The manager's clock.
     let sleeper: Sleeper
     /// With `--host-rate`: how long a request to a host that is ready now must wait for the host's rate, the wait
-    /// taken for it (`HostLimits.reserveStart`); nil without a rate.
+    /// taken for it (`SlotMachine.reserveStart`); nil without a rate.
     let reserveStart: (@Sendable (String) -> Duration)?
 
     func emit(_ event: @autoclosure () -> DownloadEvent) {

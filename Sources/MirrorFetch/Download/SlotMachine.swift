@@ -245,9 +245,6 @@ package struct SlotMachine {
     /// Downloads known: waiting, running or waiting to retry.
     package var count: Int { downloads.count }
 
-    /// Downloads waiting to retry.
-    package var retrying: Int { downloads.values.lazy.filter { if case .retrying = $0.phase { true } else { false } }.count }
-
     /// The current cap of a host (for tests and progress display).
     package func limit(of host: String) -> Int { hosts[host]?.limit ?? perHost }
 

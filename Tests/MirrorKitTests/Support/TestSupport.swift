@@ -10,13 +10,16 @@ import MirrorTestSupport
 import MirrorTransport
 
 extension TemporaryFolder {
-    /// A verified image of `data` in a temporary file here, as a download leaves one.
-    func verifiedImage(_ data: Data, validator: ImageValidator = ImageValidator()) throws -> VerifiedImage {
-        let temporary = try AtomicFile.makeTemporary(in: url)
+    /// A verified image of `data` in a temporary file in `directory` (default: here), downloaded from `source`, as a
+    /// download leaves one.
+    func verifiedImage(
+        _ data: Data, validator: ImageValidator = ImageValidator(), in directory: URL? = nil, from source: URL = URL(string: "http://h.test/a")!
+    ) throws -> VerifiedImage {
+        let temporary = try AtomicFile.makeTemporary(in: directory ?? url)
         try data.write(to: temporary.url)
         close(temporary.descriptor)
         return VerifiedImage(
-            url: URL(string: "http://h.test/a")!, effectiveURL: URL(string: "http://h.test/a")!, temporaryFile: temporary.url,
+            url: source, effectiveURL: source, temporaryFile: temporary.url,
             info: try validator.validate(data), bytes: Int64(data.count), sha256: sha256Hex(data), source: .none, attempts: 1,
             fetchedAt: Date()
         )

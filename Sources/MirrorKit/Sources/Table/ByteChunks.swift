@@ -22,6 +22,11 @@ final class ByteChunks {
     private var endOfInput = false
     /// The first chunk, read to tell gzip from plain bytes.
     private var first: [UInt8]?
+    /// Bytes of ``compressed`` inflated already.
+    private var consumed = 0
+    /// Whether the last gzip member ended where the bytes read so far do (at the end of input, anything else is a
+    /// cut-off file).
+    private var atMemberBoundary = false
 
     /// Opens `path` (`-` for standard input).
     /// - Throws: ``TableError/unreadable(_:)`` when the file cannot be opened or read.
@@ -66,12 +71,10 @@ final class ByteChunks {
         guard let stream else { return try read() }
         var output = [UInt8](repeating: 0, count: Self.chunkSize)
         var produced = 0
-        /// Whether the last member ended exactly where the input did (anything else at the end is a cut-off file).
-        var ended = false
         while produced < output.count {
             if consumed >= compressed.count {
                 guard let more = try read() else {
-                    guard ended || (produced == 0 && atMemberBoundary) else {
+                    guard atMemberBoundary else {
                         throw .unreadable("the gzip data ends too soon (a cut-off file); check the file with gzip -t")
                     }
                     break
@@ -92,11 +95,11 @@ final class ByteChunks {
             produced += made
             switch status {
             case Z_OK, Z_BUF_ERROR:
-                (ended, atMemberBoundary) = (false, false)
+                atMemberBoundary = false
             case Z_STREAM_END:
                 // A member ended (its CRC-32 and length checked); another may follow.
                 inflateReset(stream)
-                (ended, atMemberBoundary) = (true, true)
+                atMemberBoundary = true
             default:
                 let message = stream.pointee.msg.map { String(cString: $0) } ?? "zlib error \(status)"
                 throw .unreadable("the gzip data is corrupt (\(message)); check the file with gzip -t")
@@ -106,11 +109,6 @@ final class ByteChunks {
         output.removeSubrange(produced...)
         return output
     }
-
-    /// Bytes of ``compressed`` inflated already.
-    private var consumed = 0
-    /// Whether the inflater stands between two members (or before the first byte of the next one).
-    private var atMemberBoundary = false
 
     private func read() throws(TableError) -> [UInt8]? {
         if let chunk = first {

@@ -158,13 +158,7 @@ struct StorageSeamTests {
     private func publish(_ data: Data, url: String, stem: String, provenance: ImageProvenance = ImageProvenance(), into sink: any ImageSink) async -> PublishOutcome {
         let image: VerifiedImage
         do {
-            let temporary = try AtomicFile.makeTemporary(in: sink.stagingDirectory)
-            try data.write(to: temporary.url)
-            close(temporary.descriptor)
-            image = VerifiedImage(
-                url: URL(string: url)!, effectiveURL: URL(string: url)!, temporaryFile: temporary.url, info: try ImageValidator().validate(data),
-                bytes: Int64(data.count), sha256: sha256Hex(data), source: .none, attempts: 1, fetchedAt: Date()
-            )
+            image = try folder.verifiedImage(data, in: sink.stagingDirectory, from: URL(string: url)!)
         } catch {
             Issue.record("cannot stage \(url): \(error)")
             return .notAdmitted
