@@ -11,7 +11,7 @@ struct DownloadContext: Sendable {
     let transferTemplate: TransferRequest
     package let validator: ImageValidator
     package let cache: ImageCache?
-    /// The download queue's own threads (its `underlyingQueue`): where a transfer's completion is verified, off the
+    /// The manager's download threads: where attempts start and a transfer's completion is verified, off the
     /// driver thread.
     package let threads: DispatchQueue
     /// Body buffers, reused from one transfer to the next (see ``HashingFileSink``).

@@ -9,10 +9,10 @@ import MirrorTransport
 ///
 /// One decision point: under the manager's one lock, a ``SlotMachine`` value decides when every attempt starts — at
 /// most `concurrency` at once, `perHost` per host, a host's `--host-rate` spacing taken at the start, 429 slow-downs,
-/// retry waits. It is told what happened and answers with actions; the manager carries them out. An `OperationQueue`
-/// of cancellable asynchronous `ImageDownloadOperation`s is the executor: it runs what the machine starts and holds
-/// nothing back, and its threads verify (and transform) each image when its transfer ends. `CurlMultiDriver` threads
-/// do the I/O. A failed attempt is retried by `RetryPolicy` (never sooner than a `Retry-After` asks) as a fresh
+/// retry waits. It is told what happened and answers with actions; the manager carries them out. Each attempt is a
+/// cancellable asynchronous `ImageDownloadOperation`, started on the download threads as soon as the machine starts
+/// it — on the very thread whose attempt freed the slot, when that attempt ended there — and those threads verify
+/// (and transform) each image when its transfer ends. `CurlMultiDriver` threads do the I/O. A failed attempt is retried by `RetryPolicy` (never sooner than a `Retry-After` asks) as a fresh
 /// operation, so a waiting retry holds no slot; one timer wakes the machine when a retry falls due or a host's
 /// slow-down or spacing ends.
 ///
@@ -72,9 +72,9 @@ public final class DownloadManager: Sendable {
 
     public let configuration: Configuration
 
-    /// The executor: runs each operation the slot machine starts, at once, and its threads run each operation's
-    /// verification when its transfer ends.
-    private let queue: OperationQueue
+    /// The download threads: where an attempt the slot machine starts begins (unless it begins at once on the thread
+    /// that freed its slot), and where each transfer's body is verified when it ends.
+    private let threads: DispatchQueue
     /// The transport.
     package let loader: any HTTPLoading
     /// Stops the driver this manager made for itself; nil when it was given a loader (whose owner stops it).
@@ -118,12 +118,7 @@ public final class DownloadManager: Sendable {
         self.ownedDriver = ownedDriver
         self.loader = loader ?? ownedDriver!
         let threads = DispatchQueue(label: "mirror.downloads", attributes: .concurrent)
-        queue = OperationQueue()
-        queue.name = "mirror.downloads"
-        queue.underlyingQueue = threads
-        // No limit here: the slot machine admits at most `concurrency`, and a limit here too would hold back, for a moment,
-        // an attempt started while the queue had yet to count one that just finished.
-        queue.maxConcurrentOperationCount = OperationQueue.defaultMaxConcurrentOperationCount
+        self.threads = threads
         let slots = SlotMachine(concurrency: configuration.concurrency, perHost: configuration.perHost, rate: configuration.hostRate)
         let state = Locked(State(slots: slots))
         self.state = state
@@ -263,7 +258,7 @@ public final class DownloadManager: Sendable {
     // MARK: Attempts
 
     /// Carries out the machine's actions under the lock: makes the operations of the attempts that start (the caller
-    /// adds them to the queue) and notes when to wake.
+    /// starts them) and notes when to wake.
     private func carryOut(_ actions: [SlotMachine.Action], in state: inout State) -> Work {
         var work = Work()
         for action in actions {
@@ -277,17 +272,25 @@ public final class DownloadManager: Sendable {
         return work
     }
 
-    /// Runs what the lock decided.
-    private func run(_ work: Work) {
-        for operation in work.operations { queue.addOperation(operation) }
+    /// Runs what the lock decided: each attempt that starts begins on the download threads, or on this thread when
+    /// `inline` (a verification thread whose attempt just freed the slot: no hand-off to another thread for the next
+    /// start, which costs only a file's creation and a transfer's hand-over to the driver).
+    private func run(_ work: Work, inline: Bool = false) {
+        for operation in work.operations {
+            if inline {
+                operation.start()
+            } else {
+                threads.async { operation.start() }
+            }
+        }
         if let wake = work.wake { armTimer(for: wake) }
     }
 
-    /// Makes the operation of an attempt that just got its slot (under the lock; the caller adds it to the queue).
+    /// Makes the operation of an attempt that just got its slot (under the lock; the caller starts it).
     private func start(_ id: Int, in state: inout State) -> ImageDownloadOperation? {
         guard var ticket = state.tickets[id] else { return nil }
-        let operation = ImageDownloadOperation(request: ticket.request, attempt: ticket.attempt, context: context) { [self] outcome in
-            attemptFinished(id, outcome: outcome)
+        let operation = ImageDownloadOperation(request: ticket.request, attempt: ticket.attempt, context: context) { [self] outcome, onFreshStack in
+            attemptFinished(id, outcome: outcome, startsInline: onFreshStack)
         }
         if ticket.cancelled { operation.cancel() }
         ticket.operation = operation
@@ -296,7 +299,7 @@ public final class DownloadManager: Sendable {
     }
 
     /// What follows an attempt, decided under one lock: the host's limits, the retry, and the attempts that start.
-    private func attemptFinished(_ id: Int, outcome: ImageDownloadOperation.Outcome) {
+    private func attemptFinished(_ id: Int, outcome: ImageDownloadOperation.Outcome, startsInline: Bool) {
         let now = configuration.sleeper.now()
         enum Next {
             case end(DownloadResult)
@@ -346,7 +349,7 @@ public final class DownloadManager: Sendable {
         case let .retry(url, attempt, delay, reason):
             context.emit(.retrying(url, attempt: attempt, delay: delay, reason: reason))
         }
-        run(work)
+        run(work, inline: startsInline)
     }
 
     /// Arms the one timer for `deadline`, unless it is already set for that time or sooner.

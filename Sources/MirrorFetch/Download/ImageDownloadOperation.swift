@@ -10,7 +10,7 @@ import MirrorTransport
 /// from its transfer's completion.
 ///
 /// The transfer runs on the shared multi driver; this operation holds a slot (``SlotMachine``) while it is in flight.
-/// When the transfer ends, the operation verifies the body on the download queue's own threads (never on the driver
+/// When the transfer ends, the operation verifies the body on the manager's download threads (never on the driver
 /// thread), transforms it when the request asks for that, and only then finishes.
 /// Cancelling cancels the transfer at once; the temporary file is always removed unless the outcome
 /// is a verified image, which then belongs to whoever publishes it.
@@ -24,11 +24,15 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
     package let request: DownloadRequest
     package let attempt: Int
     private let context: DownloadContext
-    private let completion: @Sendable (Outcome) -> Void
+    /// Called once with how the attempt ended, and whether on a stack of its own (a transfer's completion, hopped onto
+    /// the download threads), where the manager may start the next attempt at once, on this thread. Every other end —
+    /// a cache hit, a refusal known at once, a cancellation — may be inside a manager's call that started this attempt,
+    /// and starting the next inline there would nest one attempt inside another for as long as such ends follow.
+    private let completion: @Sendable (Outcome, _ onFreshStack: Bool) -> Void
     // The only mutable state; its lock guards it.
     private let inFlight = Locked<(any Cancellable)?>(nil)
 
-    package init(request: DownloadRequest, attempt: Int, context: DownloadContext, completion: @escaping @Sendable (Outcome) -> Void) {
+    package init(request: DownloadRequest, attempt: Int, context: DownloadContext, completion: @escaping @Sendable (Outcome, _ onFreshStack: Bool) -> Void) {
         self.request = request
         self.attempt = attempt
         self.context = context
@@ -41,7 +45,7 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
     }
 
     override func didSkipExecution() {
-        completion(.failed(.cancelled, retryable: false, retryAfter: nil, throttled: false))
+        completion(.failed(.cancelled, retryable: false, retryAfter: nil, throttled: false), false)
     }
 
     package override func execute() {
@@ -56,13 +60,12 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
         // On this slot, before the transfer: answered at once when the host's file is known, else when its one fetch
         // ends (on whichever thread that is). After a fetch, with --host-rate, the image waits for its host's rate:
         // the fetch took the start it had been given.
-        let fetches = !robots.knows(request.url)
-        robots.refusal(for: request.url) { [self] refusal in
+        robots.refusal(for: request.url) { [self] refusal, fetched in
             if isCancelled {
                 end(.failed(.cancelled, retryable: false, retryAfter: nil, throttled: false))
             } else if let refusal {
                 end(.failed(.disallowed(refusal), retryable: false, retryAfter: nil, throttled: false))
-            } else if fetches, let host = request.url.host, let wait = context.reserveStart?(host), wait > .zero {
+            } else if fetched, let host = request.url.host, let wait = context.reserveStart?(host), wait > .zero {
                 Task { [self, sleeper = context.sleeper] in
                     try? await sleeper.sleep(wait)
                     if isCancelled {
@@ -92,9 +95,9 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
         transferRequest.destination = .sink(sink)
         context.emit(.started(request.url, attempt: attempt))
         let task = context.loader.load(transferRequest) { [self] result in
-            // Off the driver thread, onto the queue's own, before anything touches the disk.
+            // Off the driver thread, onto the download threads, before anything touches the disk.
             context.threads.async {
-                self.end(self.conclude(result, sink: sink, temporary: temporary))
+                self.end(self.conclude(result, sink: sink, temporary: temporary), onFreshStack: true)
             }
         }
         inFlight.withLock { $0 = task }
@@ -102,7 +105,7 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
     }
 
     /// Ends the attempt: a verified image first goes through the request's transform, on this slot.
-    private func end(_ outcome: Outcome) {
+    private func end(_ outcome: Outcome, onFreshStack: Bool = false) {
         var outcome = outcome
         if case let .verified(image) = outcome, let transform = request.transform, !isCancelled {
             switch transform.apply(to: image) {
@@ -111,7 +114,7 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
             }
         }
         finish()
-        completion(outcome)
+        completion(outcome, onFreshStack)
     }
 
     private func conclude(_ result: Result<HTTPResponse, TransportError>, sink: HashingFileSink, temporary: AtomicFile.Temporary) -> Outcome {

@@ -8,8 +8,8 @@ import HeapModule
 /// out the ``Action``s it returns. It never sleeps and never calls out, so it is tested by calling it.
 ///
 /// What it keeps:
-/// - **`concurrency`** attempts at once over all hosts (`--concurrency`); the manager's `OperationQueue` runs what it
-///   starts and holds nothing back, so a start here is a start there.
+/// - **`concurrency`** attempts at once over all hosts (`--concurrency`); the manager begins what it starts at once,
+///   so a start here is a start there.
 /// - **`perHost`** attempts at once per host (`--per-host`). A host that answers 429 has its cap halved (never below
 ///   one) and, when it sent `Retry-After`, gets no new request until then; each run of `recoveryStreak` successes
 ///   gives back one slot, up to `perHost`.

@@ -276,6 +276,35 @@ struct DownloadManagerTests {
         #expect(try Data(contentsOf: again.temporaryFile) == png)
         #expect(server.requestCount(path: "/cached.png") == 1)
     }
+
+    @Test("a long run of attempts that end without a transfer, one slot at a time, ends, and none nests in another")
+    func attemptsEndingAtOnceDoNotNest() async throws {
+        // Given a host whose robots.txt disallows everything, and one slot
+        let server = try TestServer.start()
+        defer { server.stop() }
+        server.route("/robots.txt", .ok(Data("User-agent: *\nDisallow: /\n".utf8), contentType: "text/plain"))
+        let folder = TemporaryFolder()
+        let manager = makeManager {
+            $0.concurrency = 1
+            $0.perHost = 1
+        }
+        let robots = RobotsGate(loader: manager.loader)
+        let refused = Locked(0)
+
+        // When 20,000 of its URLs are asked for: after the first, each attempt is refused inside its own start, and the
+        // next may not start inside that call (20,000 attempts deep, the thread's stack would not hold them)
+        for index in 0..<20_000 {
+            manager.download(DownloadRequest(url: server.url("/\(index).png"), directory: folder.url, robots: robots)) { result in
+                if case .failure(.disallowed) = result { refused.withLock { $0 += 1 } }
+            }
+        }
+        await manager.waitUntilIdle()
+        await manager.shutdown()
+
+        // Then every one was refused, and only robots.txt was asked for
+        #expect(refused.withLock { $0 } == 20_000)
+        #expect(server.requests.map(\.path) == ["/robots.txt"])
+    }
 }
 
 @Suite("Download manager cancellation between attempts")

@@ -51,7 +51,7 @@ public final class RobotsGate: Sendable {
 
     /// One origin's file: being fetched (with who waits for it), or read.
     private enum Entry {
-        case fetching([@Sendable (RobotsVerdict) -> Void])
+        case fetching([@Sendable (RobotsVerdict, Bool) -> Void])
         case read(RobotsVerdict)
     }
 
@@ -97,18 +97,19 @@ public final class RobotsGate: Sendable {
     /// Why `url` may not be fetched (`robots.txt disallows /private/`), or `nil` when it may.
     public func refusal(for url: URL) async -> String? {
         await withCheckedContinuation { continuation in
-            refusal(for: url) { continuation.resume(returning: $0) }
+            refusal(for: url) { refusal, _ in continuation.resume(returning: refusal) }
         }
     }
 
     /// Calls `completion` with why `url` may not be fetched, or `nil` when it may: at once, on this thread, when its
-    /// host's file was read already (no task, no hop); otherwise when the one fetch of that file ends.
-    public func refusal(for url: URL, completion: @escaping @Sendable (String?) -> Void) {
+    /// host's file was read already (no task, no hop); otherwise when the one fetch of that file ends. Its second
+    /// argument says which: `waited` is true when the answer came after a fetch of the file (``knows(_:)`` was false).
+    public func refusal(for url: URL, completion: @escaping @Sendable (_ refusal: String?, _ waited: Bool) -> Void) {
         guard let origin = Self.origin(of: url) else {
-            completion(nil)
+            completion(nil, false)
             return
         }
-        let answer: @Sendable (RobotsVerdict) -> Void = { verdict in completion(Self.refusal(of: url, by: verdict)) }
+        let answer: @Sendable (RobotsVerdict, Bool) -> Void = { verdict, waited in completion(Self.refusal(of: url, by: verdict), waited) }
         enum Step { case answer(RobotsVerdict), wait, fetch }
         let step = hosts.withLock { hosts -> Step in
             switch hosts[origin] {
@@ -125,18 +126,18 @@ public final class RobotsGate: Sendable {
         }
         switch step {
         case let .answer(verdict):
-            answer(verdict)
+            answer(verdict, false)
         case .wait:
             break
         case .fetch:
             Task {
                 let verdict = await fetch(origin)
-                let waiters = hosts.withLock { hosts -> [@Sendable (RobotsVerdict) -> Void] in
+                let waiters = hosts.withLock { hosts -> [@Sendable (RobotsVerdict, Bool) -> Void] in
                     defer { hosts.read(origin, verdict) }
                     if case let .fetching(waiters)? = hosts[origin] { return waiters }
                     return []
                 }
-                for waiter in waiters { waiter(verdict) }
+                for waiter in waiters { waiter(verdict, true) }
             }
         }
     }

@@ -66,6 +66,7 @@ public struct RobotsRules: Sendable, Hashable {
 
     /// Whether the URL's path (and query) may be fetched.
     public func allows(_ url: URL) -> Bool {
+        guard !rules.isEmpty else { return true }
         var target = url.path(percentEncoded: true)
         if target.isEmpty { target = "/" }
         if let query = url.query(percentEncoded: true) { target += "?" + query }
