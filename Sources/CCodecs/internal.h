@@ -162,4 +162,23 @@ int mc_vips_read_header(const unsigned char *input, size_t length, struct mc_vip
 int mc_vips_transform(const unsigned char *input, size_t length, const struct mirror_codecs_request *request,
                       struct mirror_codecs_output *output, struct mc_error *error);
 
+// MARK: Plans (transform.c)
+
+/// How an image will be decoded, and what that takes (transform.c).
+struct mc_plan {
+    int through_vips;
+    size_t bytes;
+    struct mc_jpeg_header jpeg;
+    struct mc_webp_header webp;
+};
+
+/// The plan of `request` for `input`: how it decodes and the memory that takes, checked against `memory_limit`
+/// (TOO_LARGE past it). Returns 0, MALFORMED, TOO_LARGE or FAILED.
+int mc_checked_plan(const unsigned char *input, size_t length, const struct mirror_codecs_request *request, struct mc_plan *plan,
+                    struct mc_error *error);
+/// Decodes a planned image that does not go through libvips, at the smallest scale the request's fit allows (RGB, or
+/// RGBA when the output format keeps alpha). Returns 0, an error status, or -1 for "take libvips".
+int mc_decode_planned(const unsigned char *input, size_t length, const struct mc_plan *plan, const struct mirror_codecs_request *request,
+                      struct mc_pixels *pixels, struct mc_error *error);
+
 #endif

@@ -46,13 +46,6 @@ static size_t mc_pixels_memory(int width, int height, int channels, int copies, 
     return mc_add(bytes, mc_encode_memory(g.final_width, g.final_height, channels));
 }
 
-/// How an image will be decoded, and what that takes.
-struct mc_plan {
-    int through_vips;
-    size_t bytes;
-    struct mc_jpeg_header jpeg;
-    struct mc_webp_header webp;
-};
 
 static int mc_plan_vips(const unsigned char *input, size_t length, const struct mirror_codecs_request *request, struct mc_plan *plan,
                         struct mc_error *error) {
@@ -132,8 +125,7 @@ static int mc_plan_of(const unsigned char *input, size_t length, const struct mi
     }
 }
 
-/// The plan, with its memory checked against the request's limit.
-static int mc_checked_plan(const unsigned char *input, size_t length, const struct mirror_codecs_request *request, struct mc_plan *plan,
+int mc_checked_plan(const unsigned char *input, size_t length, const struct mirror_codecs_request *request, struct mc_plan *plan,
                            struct mc_error *error) {
     int status = mc_plan_of(input, length, request, plan, error);
     if (status != 0) return status;
@@ -143,6 +135,18 @@ static int mc_checked_plan(const unsigned char *input, size_t length, const stru
                        (plan->bytes + 999999) / 1000000, request->memory_limit / 1000000);
     }
     return 0;
+}
+
+int mc_decode_planned(const unsigned char *input, size_t length, const struct mc_plan *plan, const struct mirror_codecs_request *request,
+                      struct mc_pixels *pixels, struct mc_error *error) {
+    // A decoder may shrink only as far as the fit still needs; with only_if_bigger a small image is not enlarged.
+    int keep_alpha = request->output_format != MIRROR_CODECS_JPEG;
+    switch (request->input_format) {
+    case MIRROR_CODECS_JPEG: return mc_jpeg_decode(input, length, &plan->jpeg, request->fit, request->size, pixels, error);
+    case MIRROR_CODECS_PNG: return mc_png_decode(input, length, keep_alpha, pixels, error);
+    case MIRROR_CODECS_WEBP: return mc_webp_decode(input, length, &plan->webp, request->fit, request->size, keep_alpha, pixels, error);
+    default: return mc_gif_decode(input, length, keep_alpha, pixels, error);
+    }
 }
 
 int mirror_codecs_estimate(const unsigned char *input, size_t length, const struct mirror_codecs_request *request,
@@ -168,15 +172,8 @@ int mirror_codecs_transform(const unsigned char *input, size_t length, const str
         if (status != -1) return status;
         error.text[0] = 0;
     }
-    // A decoder may shrink only as far as the fit still needs; with only_if_bigger a small image is not enlarged.
     struct mc_pixels pixels = {NULL, 0, 0, 0};
-    int keep_alpha = request->output_format != MIRROR_CODECS_JPEG;
-    switch (request->input_format) {
-    case MIRROR_CODECS_JPEG: status = mc_jpeg_decode(input, length, &plan.jpeg, request->fit, request->size, &pixels, &error); break;
-    case MIRROR_CODECS_PNG: status = mc_png_decode(input, length, keep_alpha, &pixels, &error); break;
-    case MIRROR_CODECS_WEBP: status = mc_webp_decode(input, length, &plan.webp, request->fit, request->size, keep_alpha, &pixels, &error); break;
-    default: status = mc_gif_decode(input, length, keep_alpha, &pixels, &error); break;
-    }
+    status = mc_decode_planned(input, length, &plan, request, &pixels, &error);
     if (status == -1) {  // a JPEG TurboJPEG leaves to libvips
         error.text[0] = 0;
         return mc_vips_transform(input, length, request, output, &error);

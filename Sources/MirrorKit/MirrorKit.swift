@@ -1,6 +1,7 @@
 // The library's API is MirrorKit's and that of the layers below it, which it re-exports: `import MirrorKit` is enough.
 @_exported import MirrorCore
 @_exported import MirrorFetch
+@_exported import MirrorImages
 @_exported import MirrorSearch
 @_exported import MirrorStorage
 import MirrorBase

@@ -38,6 +38,106 @@ public enum TestImages {
         return png(width: side, height: max(1, pixels / side), seed: seed)
     }
 
+    /// A picture, as a photograph is to a perceptual hash: smooth shapes and a gentle texture over a gradient, all
+    /// drawn from `seed` in coordinates relative to the image's size, so that the same seed at another size is the same
+    /// picture resized, and another seed is another picture.
+    public static func picture(width: Int, height: Int, seed: UInt64, format: PictureFormat = .png) -> Data {
+        var state = seed &* 0x9E37_79B9_7F4A_7C15 &+ 0x632B_E59B_D9B4_E019
+        func next() -> Double {
+            state ^= state << 13
+            state ^= state >> 7
+            state ^= state << 17
+            return Double(state % 1_000_000) / 1_000_000
+        }
+        let corners = (0..<4).map { _ in [next() * 255, next() * 255, next() * 255] }
+        let blobs = (0..<6).map { _ in (x: next(), y: next(), radius: 0.08 + next() * 0.25, color: [next() * 255, next() * 255, next() * 255]) }
+        let wave = (x: 2 + next() * 6, y: 2 + next() * 6, phase: next() * 6.283)
+        var rgb = [UInt8](repeating: 0, count: width * height * 3)
+        for y in 0..<height {
+            let v = (Double(y) + 0.5) / Double(height)
+            for x in 0..<width {
+                let u = (Double(x) + 0.5) / Double(width)
+                var pixel = (0..<3).map { c in
+                    corners[0][c] * (1 - u) * (1 - v) + corners[1][c] * u * (1 - v) + corners[2][c] * (1 - u) * v + corners[3][c] * u * v
+                }
+                for blob in blobs {
+                    let distance = ((u - blob.x) * (u - blob.x) + (v - blob.y) * (v - blob.y)).squareRoot()
+                    let weight = max(0, min(1, (blob.radius - distance) / 0.02))
+                    for c in 0..<3 { pixel[c] = pixel[c] * (1 - weight) + blob.color[c] * weight }
+                }
+                let texture = 18 * sin(6.283 * (wave.x * u + wave.y * v) + wave.phase)
+                for c in 0..<3 { rgb[(y * width + x) * 3 + c] = UInt8(max(0, min(255, pixel[c] + texture))) }
+            }
+        }
+        switch format {
+        case .png: return png(width: width, height: height, rgb: rgb)
+        case .bmp: return bmp(width: width, height: height, rgb: rgb)
+        }
+    }
+
+    /// The encodings of ``picture(width:height:seed:format:)``.
+    public enum PictureFormat: Sendable, CaseIterable {
+        case png, bmp
+    }
+
+    /// The exact size of ``picture(width:height:seed:format:)``.
+    public static func pictureSize(width: Int, height: Int, format: PictureFormat) -> Int {
+        switch format {
+        case .png:
+            let raw = (3 * width + 1) * height
+            return 8 + 25 + 12 + (2 + 5 * max(1, (raw + 65_534) / 65_535) + raw + 4) + 12
+        case .bmp:
+            return 54 + (width * 3 + 3) / 4 * 4 * height
+        }
+    }
+
+    /// A PNG (stored deflate) of packed RGB pixels.
+    static func png(width: Int, height: Int, rgb: [UInt8]) -> Data {
+        var raw = Data(capacity: (width * 3 + 1) * height)
+        for y in 0..<height {
+            raw.append(0)
+            raw.append(contentsOf: rgb[(y * width * 3)..<((y + 1) * width * 3)])
+        }
+        var png = Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])
+        var header = Data()
+        header.appendBigEndian(UInt32(width))
+        header.appendBigEndian(UInt32(height))
+        header.append(contentsOf: [8, 2, 0, 0, 0])
+        png.appendChunk("IHDR", header)
+        png.appendChunk("IDAT", zlibStored(raw))
+        png.appendChunk("IEND", Data())
+        return png
+    }
+
+    /// A 24-bit bottom-up BMP of packed RGB pixels.
+    static func bmp(width: Int, height: Int, rgb: [UInt8]) -> Data {
+        let row = (width * 3 + 3) / 4 * 4
+        var bmp = Data("BM".utf8)
+        func little(_ value: Int, _ bytes: Int) { for i in 0..<bytes { bmp.append(UInt8(truncatingIfNeeded: value >> (8 * i))) } }
+        little(54 + row * height, 4)
+        little(0, 4)
+        little(54, 4)
+        little(40, 4)
+        little(width, 4)
+        little(height, 4)
+        little(1, 2)
+        little(24, 2)
+        little(0, 4)
+        little(row * height, 4)
+        little(2835, 4)
+        little(2835, 4)
+        little(0, 4)
+        little(0, 4)
+        for y in (0..<height).reversed() {
+            for x in 0..<width {
+                let at = (y * width + x) * 3
+                bmp.append(contentsOf: [rgb[at + 2], rgb[at + 1], rgb[at]])
+            }
+            bmp.append(contentsOf: [UInt8](repeating: 0, count: row - width * 3))
+        }
+        return bmp
+    }
+
     /// An HTML error page, as misconfigured servers send with `Content-Type: image/jpeg`.
     public static let htmlErrorPage = Data("<!DOCTYPE html>\n<html><head><title>404 Not Found</title></head><body><h1>Not Found</h1><p>The requested image was not found on this server.</p></body></html>\n".utf8)
 

@@ -17,7 +17,7 @@ struct Mirror: AsyncParsableCommand {
         5 provider or network failure · 64 usage error · 75 folder locked by another run · 130 interrupted.
         """,
         version: MirrorKit.version,
-        subcommands: [Search.self, Urls.self, Status.self, Gallery.self, History.self, Cache.self, Providers.self, Config.self],
+        subcommands: [Search.self, Urls.self, Status.self, Gallery.self, History.self, Cache.self, Providers.self, Config.self, Hash.self],
         defaultSubcommand: Search.self
     )
 

@@ -165,12 +165,14 @@ struct ProviderChainTests: EmulatedSearch {
         ("sha256", "string", false), ("format", "string", false), ("query", "string", true), ("fetched_at", "string", false),
         ("key", "string", true), ("caption", "string", true), ("label", "string", true), ("original_width", "integer", false),
         ("original_height", "integer", false), ("original_format", "string", false), ("original_bytes", "integer", false),
+        ("pdq", "string", true), ("pdq_quality", "integer", true), ("pdq_trimmed", "array of strings", true),
     ]
 
     /// The JSON type of a parsed value: "null", "integer", "string", or something else.
     private func type(of value: Any) -> String {
         if value is NSNull { return "null" }
         if value is String { return "string" }
+        if let array = value as? [Any] { return array.allSatisfy { $0 is String } ? "array of strings" : "array" }
         if let number = value as? NSNumber { return number.stringValue.allSatisfy(\.isNumber) ? "integer" : "number" }
         return "other"
     }

@@ -72,6 +72,45 @@ int mirror_codecs_transform(const unsigned char *input, size_t length, const str
 
 void mirror_codecs_free(void *data);
 
+// MARK: Perceptual hash
+
+/// Hashes of an image's centre without 1.5 %, 3 % and 4.5 % of each border, beside the whole image's: PDQ moves by
+/// 40-100 bits when 3 % is trimmed off each border (measured on photographs, scripts/near_truth.py), while the whole
+/// image's centre hashes within a few bits of the trimmed copy.
+#define MIRROR_CODECS_PDQ_TRIMS 3
+
+/// A PDQ hash (Meta's 256-bit perceptual hash, hashing.pdf in facebook/ThreatExchange) of one image, with its quality.
+struct mirror_codecs_pdq {
+    /// The hash as PDQ writes it in hex: 16 words of 16 bits, the last (the DCT's 16th row) first, each big-endian.
+    unsigned char hash[32];
+    /// The same of the image's centre, without 1.5 %, 3 % and 4.5 % of each border (MIRROR_CODECS_PDQ_TRIMS).
+    unsigned char trimmed[MIRROR_CODECS_PDQ_TRIMS][32];
+    /// PDQ's quality, 0-100: how much the image varies (gradients of its 64 x 64 luma); below 50, PDQ says a match
+    /// is not to be trusted.
+    int quality;
+    /// The pixels hashed: the image as decoded (at the smallest scale that keeps `PDQ_DECODE_SIDE` on its shorter
+    /// side), then averaged down by a whole factor to at most twice that.
+    int width, height;
+    char message[256];     // why, when the status is not OK
+};
+
+/// The shorter side an image is decoded to at least before it is hashed (a JPEG's DCT scaling, WebP's scaled decode).
+#define MIRROR_CODECS_PDQ_DECODE_SIDE 256
+
+/// Decodes `input` (a JPEG at ⅛ scale or so; PNG and GIF whole; the rare formats through libvips at 512 px), turned
+/// upright as EXIF says, alpha onto white, and computes its PDQ hash. The memory the decode takes is estimated from the
+/// headers and checked against `memory_limit` first, as for a transform. Returns OK, MALFORMED, TOO_LARGE or FAILED.
+int mirror_codecs_pdq_hash(const unsigned char *input, size_t length, int input_format, size_t memory_limit,
+                           struct mirror_codecs_pdq *output);
+
+/// The most memory, in bytes, `mirror_codecs_pdq_hash` will take for `input`, read from its headers (as
+/// `mirror_codecs_estimate`). Returns OK, MALFORMED or FAILED.
+int mirror_codecs_pdq_estimate(const unsigned char *input, size_t length, int input_format, size_t *bytes, char *message, size_t capacity);
+
+/// PDQ of `width` × `height` RGB pixels (rows packed), as the reference computes it from a whole image: for tests
+/// against the reference's own outputs. Returns OK, or FAILED when out of memory.
+int mirror_codecs_pdq_of_rgb(const unsigned char *rgb, int width, int height, struct mirror_codecs_pdq *output);
+
 // MARK: Crash attribution
 
 /// Arms the calling thread's crash mark: if this thread dies of SIGSEGV, SIGBUS, SIGFPE, SIGILL or SIGABRT before it

@@ -20,6 +20,9 @@ public struct DownloadRequest: Sendable {
     /// What a verified image goes through before its download ends, on the download's slot (so that decoding and
     /// encoding count within `--concurrency`); nil for nothing.
     package var transform: DownloadTransform?
+    /// Hashes what a verified image looks like (`--dedup near`), on the download's slot and before any transform (the
+    /// picture as served is what near-duplicates are judged by); nil for no hash.
+    package var hasher: PerceptualHasher?
 
     public init(url: URL, directory: URL, filter: ImageFilter? = nil, optOut: OptOutPolicy? = nil, robots: RobotsGate? = nil) {
         self.url = url

@@ -104,9 +104,12 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
         if isCancelled { task.cancel() }
     }
 
-    /// Ends the attempt: a verified image first goes through the request's transform, on this slot.
+    /// Ends the attempt: a verified image is first hashed and transformed as the request asks, on this slot.
     private func end(_ outcome: Outcome, onFreshStack: Bool = false) {
         var outcome = outcome
+        if case let .verified(image) = outcome, let hasher = request.hasher, !isCancelled {
+            outcome = .verified(hasher.apply(to: image))
+        }
         if case let .verified(image) = outcome, let transform = request.transform, !isCancelled {
             switch transform.apply(to: image) {
             case let .success(transformed): outcome = .verified(transformed)

@@ -14,9 +14,9 @@ struct FailureMemory: Sendable {
         store = try StateStore(url: folder.stateDirectory.appendingPathComponent("state.sqlite"))
         var skipped = Set<String>()
         var retried = Set<String>()
-        for (url, isTransient) in try store.failedURLs() {
+        for (url, reason, isTransient) in try store.failedURLs() {
             switch retry {
-            case .all?: retried.insert(url)
+            case .all? where reason != RowStatus.nearDuplicate.rawValue: retried.insert(url)  // a picture saved already stays saved
             case .transient? where isTransient: retried.insert(url)
             default: skipped.insert(url)
             }

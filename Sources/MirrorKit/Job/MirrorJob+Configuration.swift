@@ -40,6 +40,9 @@ extension MirrorJob {
         public var label: (name: String, subfolder: String)?
         /// Whether an image another label holds is refused rather than kept again (`--unique-across-queries`).
         public var uniqueAcrossLabels = false
+        /// What is taken for a duplicate of a saved image (`--dedup`). Default ``Deduplication/near``: the folder's
+        /// promise is `count` distinct pictures, and a search finds the same picture at several sizes and formats.
+        public var deduplication: Deduplication = .near(NearDuplicatePolicy())
         /// The environment keys and endpoint overrides are read from.
         public var environment: [String: String] = ProcessInfo.processInfo.environment
 

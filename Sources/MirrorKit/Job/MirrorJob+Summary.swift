@@ -49,7 +49,7 @@ extension MirrorJob {
 
         /// The keys of `--json`, a contract: the tally's counts are named as they always were.
         enum CodingKeys: String, CodingKey {
-            case saved, total, target, exhausted, upToDate, interrupted, failed, duplicates, filtered, failures, label
+            case saved, total, target, exhausted, upToDate, interrupted, failed, duplicates, nearDuplicates, filtered, failures, label
             case crossLabelDuplicates, providers, providerStatus, pages, apiRequests, downloadNotifications
             case downloadNotificationsFailed, bytes, seconds
         }
@@ -64,6 +64,7 @@ extension MirrorJob {
             try container.encode(interrupted, forKey: .interrupted)
             try container.encode(tally.failed, forKey: .failed)
             try container.encode(duplicates, forKey: .duplicates)
+            try container.encode(tally.nearDuplicates, forKey: .nearDuplicates)
             try container.encode(filtered, forKey: .filtered)
             try container.encode(tally.failures, forKey: .failures)
             try container.encodeIfPresent(label, forKey: .label)
@@ -84,6 +85,8 @@ extension MirrorJob {
         case saved(ManifestRecord, source: CacheType)
         case failed(URL, DownloadError)
         case duplicate(URL)
+        /// The same picture to the eye is saved already (`of` its file; their PDQ hashes `distance` bits apart).
+        case nearDuplicate(URL, of: String, distance: Int)
         case filtered(URL, String)
         /// The image's `X-Robots-Tag` (`.optedOut`) or its host's robots.txt (`.disallowed`) says not to take it.
         case refused(URL, reason: RowStatus, message: String)

@@ -50,12 +50,14 @@ public struct MirrorJob: Sendable {
         pipeline.skip = (try? store.permanentlyFailedURLs()) ?? []
         let sink = try FolderSink(
             folder: folder, store: store, isSyncEnabled: configuration.isSyncEnabled, admissionLimit: needed,
-            nameTemplate: configuration.nameTemplate, label: configuration.label, uniqueAcrossLabels: configuration.uniqueAcrossLabels
+            nameTemplate: configuration.nameTemplate, label: configuration.label, uniqueAcrossLabels: configuration.uniqueAcrossLabels,
+            deduplication: configuration.deduplication
         )
         let report = await Pipeline(configuration: pipeline, loader: driver).run(from: SearchSource(feed: feed, query: configuration.query), into: sink) { event in
             switch event {
             case let .saved(record, _, source): onEvent(.saved(record, source: source))
             case let .alreadySaved(candidate), let .duplicate(candidate, _): onEvent(.duplicate(candidate.url))
+            case let .nearDuplicate(candidate, existing, distance): onEvent(.nearDuplicate(candidate.url, of: existing, distance: distance))
             case let .filtered(candidate, reason): onEvent(.filtered(candidate.url, reason))
             case let .failed(candidate, error): onEvent(.failed(candidate.url, error))
             case let .retrying(url, attempt, delay, reason): onEvent(.retrying(url, attempt: attempt, delay: delay, reason: reason))
@@ -88,6 +90,7 @@ public struct MirrorJob: Sendable {
         var pipeline = Pipeline.Configuration(target: target)
         pipeline.downloads = configuration.downloads
         pipeline.filter = configuration.filter
+        pipeline.deduplication = configuration.deduplication
         return pipeline
     }
 

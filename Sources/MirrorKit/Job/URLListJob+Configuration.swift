@@ -21,6 +21,8 @@ extension URLListJob {
         public var honoursRobots = true
         /// How saved images are resized and re-encoded; `nil` keeps the bytes as served.
         public var transform: ImageTransform?
+        /// What is taken for a duplicate of a saved image (`--dedup`). Default ``Deduplication/exact``: a row is a row.
+        public var deduplication: Deduplication = .exact
         /// Which valid images are wanted (`--min-image-size`, `--max-aspect-ratio`); `nil` for all.
         public var filter: ImageFilter?
         /// This copy's share of a job run as N copies (the table source takes only its rows), or `nil`.

@@ -33,7 +33,7 @@ extension URLListJob {
 
         /// The keys of `--json`, a contract: the tally's counts are named as they always were.
         enum CodingKeys: String, CodingKey {
-            case total, saved, skipped, duplicates, failed, failures, invalidRows, filtered, optedOut, disallowed, bytes
+            case total, saved, skipped, duplicates, nearDuplicates, failed, failures, invalidRows, filtered, optedOut, disallowed, bytes
             case cacheHits, seconds, hasTransientFailures, transientFailures, shards, shardsWritten, tableRows
             case shardsRewritten, missingTransient, missingPermanent
         }
@@ -44,6 +44,7 @@ extension URLListJob {
             try container.encode(tally.saved, forKey: .saved)
             try container.encode(tally.alreadySaved, forKey: .skipped)
             try container.encode(tally.duplicates, forKey: .duplicates)
+            try container.encode(tally.nearDuplicates, forKey: .nearDuplicates)
             try container.encode(tally.failed, forKey: .failed)
             try container.encode(tally.failures, forKey: .failures)
             try container.encode(tally.invalid, forKey: .invalidRows)
@@ -69,6 +70,8 @@ extension URLListJob {
         case saved(ManifestRecord, source: CacheType)
         case skipped(URL)
         case duplicate(URL, of: String)
+        /// The same picture to the eye is saved already (`of` its file; their PDQ hashes `distance` bits apart).
+        case nearDuplicate(URL, of: String, distance: Int)
         case failed(URL, DownloadError)
         case retrying(URL, attempt: Int, delay: Duration, reason: String)
         /// A row that gave no URL: where it is (`row 14`) and why.
@@ -83,7 +86,7 @@ extension URLListJob.Summary {
     init(tally: Pipeline.Tally) {
         self.init()
         self.tally = tally
-        total = tally.saved + tally.alreadySaved + tally.duplicates + tally.failed + tally.filtered + tally.skipped
+        total = tally.saved + tally.alreadySaved + tally.duplicates + tally.nearDuplicates + tally.failed + tally.filtered + tally.skipped
             + tally.optedOut + tally.disallowed
     }
 }

@@ -36,12 +36,16 @@ public struct URLListJob: Sendable {
             let folder = try OutputFolder(directory: configuration.directory)
             let memory = try FailureMemory(folder: folder, retry: configuration.retryFailed)
             failures = memory
-            sink = try FolderSink(folder: folder, failures: memory.store, retried: memory.retried, isSyncEnabled: configuration.isSyncEnabled)
+            sink = try FolderSink(
+                folder: folder, failures: memory.store, retried: memory.retried, isSyncEnabled: configuration.isSyncEnabled,
+                deduplication: configuration.deduplication
+            )
         case let .webDataset(shardSize):
             var shards = ShardSink.Configuration(directory: configuration.directory, shardSize: shardSize)
             shards.isSyncEnabled = configuration.isSyncEnabled
             shards.shard = configuration.shard
             shards.retryFailed = configuration.retryFailed
+            shards.deduplication = configuration.deduplication
             if let destination = configuration.objectStore, let storeLoader {
                 let client = S3Client(location: destination.location, configuration: destination.settings, loader: storeLoader)
                 let owned = shards
@@ -54,6 +58,7 @@ public struct URLListJob: Sendable {
         pipeline.optOut = configuration.optOut
         pipeline.honoursRobots = configuration.honoursRobots
         pipeline.transform = configuration.transform
+        pipeline.deduplication = configuration.deduplication
         // The run's URL set moves to a scratch file once it is large, so memory does not grow with the table: in the
         // copy's own state folder when the job runs as N copies (copies on one machine never touch each other's).
         pipeline.spillDirectory = (sink as? ShardSink)?.stagingDirectory
@@ -65,6 +70,7 @@ public struct URLListJob: Sendable {
             case let .saved(record, _, source): onEvent(.saved(record, source: source))
             case let .alreadySaved(candidate): onEvent(.skipped(candidate.url))
             case let .duplicate(candidate, existing): onEvent(.duplicate(candidate.url, of: existing ?? candidate.url.absoluteString))
+            case let .nearDuplicate(candidate, existing, distance): onEvent(.nearDuplicate(candidate.url, of: existing, distance: distance))
             case let .failed(candidate, error): onEvent(.failed(candidate.url, error))
             case let .retrying(url, attempt, delay, reason): onEvent(.retrying(url, attempt: attempt, delay: delay, reason: reason))
             case let .invalid(row): onEvent(.invalid(place: row.place, reason: row.reason))

@@ -47,6 +47,10 @@ public struct Pipeline: Sendable {
         public var honoursRobots = false
         /// How saved images are resized and re-encoded; `nil` (the default) keeps the bytes as served.
         public var transform: ImageTransform?
+        /// What the sink takes for a duplicate (`--dedup`); with ``Deduplication/near`` every verified image is hashed
+        /// (PDQ) on its download's slot, for the sink to compare. Default ``Deduplication/exact``. The sink must be
+        /// made with the same.
+        public var deduplication: Deduplication = .exact
         /// Where the run keeps the URLs it has seen once there are more than 16,384, in a scratch SQLite file, so that
         /// memory stays flat over tables of millions of rows; `nil` (the default) keeps them all in memory.
         public var spillDirectory: URL?
@@ -65,6 +69,8 @@ public struct Pipeline: Sendable {
     public enum Event: Sendable {
         /// Published by the sink.
         case saved(ManifestRecord, Candidate, source: CacheType)
+        /// The sink already holds the same picture to the eye (`of` its file; their PDQ hashes `distance` bits apart).
+        case nearDuplicate(Candidate, of: String, distance: Int)
         /// The sink already held the candidate's URL.
         case alreadySaved(Candidate)
         /// The URL came up earlier in this run (`of` nil), or the sink already holds the same bytes (`of` its file).
@@ -197,6 +203,8 @@ extension Pipeline {
         /// The run's transform with the memory its decodes share (``ImageTransform/memoryLimit``) and the sink's decode
         /// journal, run on each download's slot; `nil` without one.
         let transform: DownloadTransform?
+        /// With `--dedup near`, what hashes each verified image on its slot (sharing the transform's decode memory).
+        let hasher: PerceptualHasher?
         /// Downloads of this run that did not end in a published image; they widen the in-flight margin.
         let losses = Locked(0)
         /// The first error that made the sink unwritable (full disk, read-only, …): it ends the run.
@@ -219,8 +227,13 @@ extension Pipeline {
             self.source = source
             self.robots = robots
             self.onEvent = onEvent
-            transform = pipeline.configuration.transform.flatMap { transform in
-                transform.isIdentity ? nil : DownloadTransform(transform, budget: DecodeBudget(capacity: transform.memoryLimit), journal: sink.decodeJournal)
+            let configured = pipeline.configuration.transform.flatMap { $0.isIdentity ? nil : $0 }
+            let decodes = configured != nil || pipeline.configuration.deduplication.nearPolicy != nil
+            let memoryLimit = configured?.memoryLimit ?? ImageTransform.defaultMemoryLimit
+            let budget = decodes ? DecodeBudget(capacity: memoryLimit) : nil
+            transform = configured.map { DownloadTransform($0, budget: budget, journal: sink.decodeJournal) }
+            hasher = pipeline.configuration.deduplication.nearPolicy.map { _ in
+                PerceptualHasher(memoryLimit: memoryLimit, budget: budget, journal: sink.decodeJournal)
             }
         }
 
@@ -342,6 +355,7 @@ extension Pipeline {
                 url: candidate.url, directory: sink.stagingDirectory, filter: configuration.filter, optOut: configuration.optOut, robots: robots
             )
             request.transform = transform
+            request.hasher = hasher
             return request
         }
 
@@ -398,6 +412,9 @@ extension Pipeline {
             case let .duplicate(existing):
                 settle(candidate, as: .duplicate(of: existing))
                 onEvent(.duplicate(candidate, of: existing))
+            case let .nearDuplicate(existing, distance):
+                settle(candidate, as: .nearDuplicate(of: existing, distance: distance))
+                onEvent(.nearDuplicate(candidate, of: existing, distance: distance))
             case .notAdmitted:
                 return true
             case let .failed(error):

@@ -37,10 +37,12 @@ public final class FolderSink: ImageSink {
     ///   - nameTemplate: How files are named, or `nil` for `<stem>.<ext>`.
     ///   - label: The label of this run's images and their subfolder (made if missing), or `nil` for none.
     ///   - uniqueAcrossLabels: Whether bytes another label holds are refused rather than kept again.
+    ///   - deduplication: What is taken for a duplicate of a saved image (`--dedup`). Default ``Deduplication/exact``.
     public init(
         folder: OutputFolder, store: StateStore? = nil, failures: StateStore? = nil, retried: Set<String> = [],
         isSyncEnabled: Bool = true, admissionLimit: Int? = nil,
-        nameTemplate: NameTemplate? = nil, label: (name: String, subfolder: String)? = nil, uniqueAcrossLabels: Bool = false
+        nameTemplate: NameTemplate? = nil, label: (name: String, subfolder: String)? = nil, uniqueAcrossLabels: Bool = false,
+        deduplication: Deduplication = .exact
     ) throws(FileError) {
         self.folder = folder
         self.store = store
@@ -49,7 +51,10 @@ public final class FolderSink: ImageSink {
         self.nameTemplate = nameTemplate
         self.label = label
         if let label { try folder.makeSubfolder(label.subfolder) }
-        committer = ImageCommitter(folder: folder, store: store, isSyncEnabled: isSyncEnabled, admissionLimit: admissionLimit, uniqueAcrossLabels: uniqueAcrossLabels)
+        committer = ImageCommitter(
+            folder: folder, store: store, isSyncEnabled: isSyncEnabled, admissionLimit: admissionLimit, uniqueAcrossLabels: uniqueAcrossLabels,
+            deduplication: deduplication
+        )
     }
 
     /// Images saved this run whose bytes another label holds too.
@@ -103,7 +108,7 @@ public final class FolderSink: ImageSink {
         switch outcome {
         case let .failed(reason, _, isTransient):
             try? store.recordFailure(url: url, provider: provider, reason: reason, isTransient: isTransient)
-        case .filtered, .optedOut, .disallowed:
+        case .filtered, .optedOut, .disallowed, .nearDuplicate:
             // Kept as the reason (``RowStatus/recordedAsReasons``), so that a later run passes over it too.
             try? store.recordFailure(url: url, provider: provider, reason: outcome.status.rawValue, isTransient: false)
         case .invalid, .duplicate:
@@ -128,7 +133,8 @@ extension ManifestRecord {
             sha256: image.sha256, format: image.info.format.rawValue, query: provenance.query, fetchedAt: image.fetchedAt,
             key: provenance.key, caption: provenance.caption, label: provenance.label,
             originalWidth: image.originalWidth, originalHeight: image.originalHeight, originalFormat: image.originalFormat?.rawValue,
-            originalBytes: image.originalBytes, columns: provenance.columns
+            originalBytes: image.originalBytes, pdq: image.perceptualHash,
+            pdqTrimmed: image.trimmedHashes, columns: provenance.columns
         )
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import MirrorBase
 import MirrorCore
+import MirrorImages
 import MirrorTransport
 
 /// Publishes verified images into an output folder in batches: no duplicate bytes, no clobbered
@@ -69,6 +70,8 @@ public final class ImageCommitter: Sendable {
     /// Whether bytes saved under one label are refused under another (`--unique-across-queries`). Default false:
     /// kept in both, and counted in ``crossLabelDuplicates``.
     public let uniqueAcrossLabels: Bool
+    /// What is taken for a duplicate (`--dedup`). Default ``Deduplication/exact``.
+    public let deduplication: Deduplication
     private let crossLabel = Locked(0)
 
     /// Images saved this run whose bytes another label already holds.
@@ -77,8 +80,13 @@ public final class ImageCommitter: Sendable {
     private let syncPool = BlockingPool(maximumThreads: 8, name: "mirror.fsync")
     private let state = Locked(State())
 
-    public init(folder: OutputFolder, store: StateStore? = nil, isSyncEnabled: Bool = true, admissionLimit: Int? = nil, uniqueAcrossLabels: Bool = false) {
+    public init(
+        folder: OutputFolder, store: StateStore? = nil, isSyncEnabled: Bool = true, admissionLimit: Int? = nil, uniqueAcrossLabels: Bool = false,
+        deduplication: Deduplication = .exact
+    ) {
         self.uniqueAcrossLabels = uniqueAcrossLabels
+        self.deduplication = deduplication
+        if let policy = deduplication.nearPolicy { folder.useNearDuplicates(policy) }
         self.folder = folder
         self.store = store
         self.isSyncEnabled = isSyncEnabled
@@ -137,6 +145,8 @@ public final class ImageCommitter: Sendable {
         var batchDigests: [String: String] = [:]
         var batchAnyLabel: Set<String> = []
         var batchNames: Set<String> = []
+        var batchLooks: [(hashes: [SIMD4<UInt64>], name: String, label: String)] = []
+        let near = deduplication.nearPolicy
         var admitted = state.withLock { $0.admitted }
 
         for (index, item) in batch.enumerated() {
@@ -147,8 +157,15 @@ public final class ImageCommitter: Sendable {
             let digest = item.image.sha256
             let label = item.label?.name
             let batchKey = uniqueAcrossLabels ? digest : (label ?? "") + "\u{0}" + digest
-            if let existing = folder.file(withSHA256: digest, label: label, anyLabel: uniqueAcrossLabels) ?? batchDigests[batchKey] {
+            if deduplication.refusesSameBytes,
+               let existing = folder.file(withSHA256: digest, label: label, anyLabel: uniqueAcrossLabels) ?? batchDigests[batchKey] {
                 outcomes[index] = .duplicate(of: existing)
+                continue
+            }
+            let looks = near?.comparableHashes(of: item.image)
+            if let looks, let match = folder.file(lookingLike: looks, label: label, anyLabel: uniqueAcrossLabels)
+                ?? Self.closest(to: looks, in: batchLooks, label: label ?? "", anyLabel: uniqueAcrossLabels, within: near!.distance) {
+                outcomes[index] = .nearDuplicate(of: match.file, distance: match.distance)
                 continue
             }
             if let limit = admissionLimit, admitted >= limit {
@@ -161,6 +178,7 @@ public final class ImageCommitter: Sendable {
                 crossLabel.withLock { $0 += 1 }
             }
             batchDigests[batchKey] = name
+            if let looks { batchLooks.append((looks, name, label ?? "")) }
             batchAnyLabel.insert(digest)
             admitted += 1
             accepted.append((index, name, item.record(name)))
@@ -209,6 +227,19 @@ public final class ImageCommitter: Sendable {
             AtomicFile.remove(batch[index].image.temporaryFile)
         }
         return outcomes.map { $0 ?? .notAdmitted }
+    }
+
+    /// The image of this batch (accepted before) that looks most like one of `hashes`, within `distance`.
+    private static func closest(
+        to hashes: [SIMD4<UInt64>], in batch: [(hashes: [SIMD4<UInt64>], name: String, label: String)], label: String, anyLabel: Bool,
+        within distance: Int
+    ) -> (file: String, distance: Int)? {
+        var best: (file: String, distance: Int)?
+        for entry in batch where anyLabel || entry.label == label {
+            let found = NearDuplicatePolicy.distance(hashes, entry.hashes)
+            if found <= distance, best == nil || found < best!.distance { best = (entry.name, found) }
+        }
+        return best
     }
 
     /// A name no saved file and no file of this batch has, ignoring case (`batchNames` are lowercased).

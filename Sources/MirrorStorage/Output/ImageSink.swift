@@ -60,6 +60,8 @@ public enum PublishOutcome: Sendable, Equatable {
     case saved(ManifestRecord)
     /// The same bytes are already saved, in this file.
     case duplicate(of: String)
+    /// The same picture to the eye is already saved, in this file: their PDQ hashes `distance` bits apart.
+    case nearDuplicate(of: String, distance: Int)
     /// Not admitted: the run already has all it asked for.
     case notAdmitted
     /// The sink could not be written.
@@ -80,6 +82,8 @@ public enum SettledOutcome: Sendable, Hashable {
     case disallowed(String)
     /// The URL came up earlier in this run, or the same bytes are already saved (`of` names them).
     case duplicate(of: String?)
+    /// The same picture to the eye is already saved (`of` names it; their PDQ hashes `distance` bits apart).
+    case nearDuplicate(of: String, distance: Int)
 
     /// The status a record names it by.
     public var status: RowStatus {
@@ -90,6 +94,7 @@ public enum SettledOutcome: Sendable, Hashable {
         case .optedOut: .optedOut
         case .disallowed: .disallowed
         case .duplicate: .duplicate
+        case .nearDuplicate: .nearDuplicate
         }
     }
 
@@ -101,6 +106,7 @@ public enum SettledOutcome: Sendable, Hashable {
         case let .filtered(reason): reason
         case let .optedOut(message), let .disallowed(message): message
         case let .duplicate(existing): existing.map { "same image as \($0)" }
+        case let .nearDuplicate(existing, distance): "looks the same as \(existing) (PDQ distance \(distance))"
         }
     }
 }

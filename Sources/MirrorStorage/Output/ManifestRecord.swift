@@ -1,5 +1,6 @@
 import Foundation
 import MirrorCore
+import MirrorImages
 
 /// One line of `manifest.jsonl`: one saved image, with where it came from and what it is.
 ///
@@ -56,6 +57,13 @@ public struct ManifestRecord: Decodable, Sendable, Hashable {
     public var originalFormat: String
     /// The size in bytes as served.
     public var originalBytes: Int64
+    /// What the image looks like: the PDQ hash of the download, 64 hex digits (`--dedup near`), or `nil` when it was
+    /// not hashed.
+    public var pdq: String?
+    /// PDQ's quality of ``pdq`` (0–100), or `nil`.
+    public var pdqQuality: Int?
+    /// PDQ hashes of the image's centre without 1.5, 3 and 4.5 % of each border, or `nil` with no ``pdq``.
+    public var pdqTrimmed: [String]?
     /// Columns carried from the table (`--keep-cols`), written after the schema's fields under their own names.
     public var columns: [KeptColumn] = []
 
@@ -73,6 +81,9 @@ public struct ManifestRecord: Decodable, Sendable, Hashable {
         case originalHeight = "original_height"
         case originalFormat = "original_format"
         case originalBytes = "original_bytes"
+        case pdq
+        case pdqQuality = "pdq_quality"
+        case pdqTrimmed = "pdq_trimmed"
     }
 
     private enum LegacyKeys: String, CodingKey {
@@ -84,6 +95,7 @@ public struct ManifestRecord: Decodable, Sendable, Hashable {
         /// The JSON type of a field's value (besides `null` for a nullable field).
         public enum JSONType: String, Sendable, Hashable {
             case string, integer
+            case strings = "array of strings"
         }
 
         /// The JSON key.
@@ -120,6 +132,9 @@ public struct ManifestRecord: Decodable, Sendable, Hashable {
             Field(.originalHeight, type: .integer, meaning: "height as served, before `--resize`"),
             Field(.originalFormat, type: .string, meaning: "the format as served (`png` for a PNG stored as JPEG)"),
             Field(.originalBytes, type: .integer, meaning: "the size as served, in bytes"),
+            Field(.pdq, type: .string, nullWhen: "not hashed (`--dedup exact` or `none`, or not decodable)", meaning: "what the image looks like: its PDQ hash as served, 64 hex digits"),
+            Field(.pdqQuality, type: .integer, nullWhen: "not hashed", meaning: "PDQ's quality of that hash, 0-100 (under 50: never matched)"),
+            Field(.pdqTrimmed, type: .strings, nullWhen: "not hashed", meaning: "PDQ hashes of its centre without 1.5, 3 and 4.5 % of each border (copies trimmed at the edges match one)"),
         ]
 
         /// The names no `--keep-cols` column may take (they are the schema's).
@@ -138,7 +153,8 @@ public struct ManifestRecord: Decodable, Sendable, Hashable {
         title: String? = nil, creator: String? = nil, license: String? = nil, licenseURL: String? = nil,
         width: Int, height: Int, bytes: Int64, sha256: String, format: String, query: String? = nil, fetchedAt: Date,
         key: String? = nil, caption: String? = nil, label: String? = nil, originalWidth: Int? = nil, originalHeight: Int? = nil,
-        originalFormat: String? = nil, originalBytes: Int64? = nil, columns: [KeptColumn] = []
+        originalFormat: String? = nil, originalBytes: Int64? = nil, pdq: PerceptualHash? = nil, pdqTrimmed: [SIMD4<UInt64>] = [],
+        columns: [KeptColumn] = []
     ) {
         self.file = file
         self.url = url
@@ -164,7 +180,20 @@ public struct ManifestRecord: Decodable, Sendable, Hashable {
         self.originalHeight = originalHeight ?? height
         self.originalFormat = originalFormat ?? format
         self.originalBytes = originalBytes ?? bytes
+        self.pdq = pdq?.hex
+        pdqQuality = pdq?.quality
+        self.pdqTrimmed = pdq == nil ? nil : pdqTrimmed.map { PerceptualHash(bits: $0, quality: 0).hex }
         self.columns = columns
+    }
+
+    /// The hash in ``pdq``, when there is one.
+    public var perceptualHash: PerceptualHash? {
+        pdq.flatMap { PerceptualHash(hex: $0, quality: pdqQuality ?? 0) }
+    }
+
+    /// The hashes in ``pdqTrimmed`` (those that read).
+    public var trimmedHashes: [SIMD4<UInt64>] {
+        (pdqTrimmed ?? []).compactMap { PerceptualHash(hex: $0, quality: 0)?.bits }
     }
 
     public init(from decoder: any Decoder) throws {
@@ -198,6 +227,9 @@ public struct ManifestRecord: Decodable, Sendable, Hashable {
         originalHeight = try container.decodeIfPresent(Int.self, forKey: .originalHeight) ?? height
         originalFormat = try container.decodeIfPresent(String.self, forKey: .originalFormat) ?? format
         originalBytes = try container.decodeIfPresent(Int64.self, forKey: .originalBytes) ?? bytes
+        pdq = try container.decodeIfPresent(String.self, forKey: .pdq)
+        pdqQuality = try container.decodeIfPresent(Int.self, forKey: .pdqQuality)
+        pdqTrimmed = try container.decodeIfPresent([String].self, forKey: .pdqTrimmed)
     }
 
     /// The record as one line of JSON, newline included.
@@ -230,6 +262,9 @@ public struct ManifestRecord: Decodable, Sendable, Hashable {
         line.field(.originalHeight, originalHeight)
         try line.field(.originalFormat, originalFormat)
         line.field(.originalBytes, originalBytes)
+        try line.field(.pdq, pdq)
+        line.field(.pdqQuality, pdqQuality)
+        try line.field(.pdqTrimmed, strings: pdqTrimmed)
         for column in columns {
             try line.field(name: column.name, json: column.json)
         }
@@ -259,6 +294,26 @@ public struct ManifestRecord: Decodable, Sendable, Hashable {
         mutating func field(_ key: CodingKeys, _ value: some BinaryInteger) {
             self.key(key.rawValue)
             bytes.append(contentsOf: String(value).utf8)
+        }
+
+        /// Strings as a JSON array, or `null`.
+        mutating func field(_ key: CodingKeys, strings: [String]?) throws {
+            self.key(key.rawValue)
+            guard let strings else {
+                bytes.append(contentsOf: "null".utf8)
+                return
+            }
+            bytes.append(UInt8(ascii: "["))
+            for (index, string) in strings.enumerated() {
+                if index > 0 { bytes.append(UInt8(ascii: ",")) }
+                try Self.quote(string, into: &bytes)
+            }
+            bytes.append(UInt8(ascii: "]"))
+        }
+
+        mutating func field(_ key: CodingKeys, _ value: Int?) {
+            self.key(key.rawValue)
+            bytes.append(contentsOf: (value.map(String.init) ?? "null").utf8)
         }
 
         /// UTC to the second, as JSONEncoder's `.iso8601` writes it (`2026-11-24T19:00:00Z`).

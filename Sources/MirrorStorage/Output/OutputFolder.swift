@@ -1,6 +1,7 @@
 import Foundation
 import MirrorBase
 import MirrorCore
+import MirrorImages
 import MirrorTransport
 
 /// An output folder as one run sees it: the lock, what is already saved (from `manifest.jsonl`),
@@ -36,6 +37,8 @@ public final class OutputFolder: Sendable {
         /// label (``LookupKind/digest``), and under any label (``LookupKind/labelledDigest``: those without one are under
         /// ``LookupKind/digest`` already); saved file names, lowercased (``LookupKind/name``).
         var keys: SpillingKeys
+        /// Saved images' PDQ hashes, for `--dedup near`.
+        var near = NearDuplicateFiles()
     }
 
     /// The kinds of key in ``State/keys``, each in its own namespace.
@@ -147,6 +150,18 @@ public final class OutputFolder: Sendable {
         return state.withLock { $0.keys.value(for: fingerprint.key(for: .digest)) }
     }
 
+    /// Compares new images with the saved ones by `policy` (`--dedup near`); called before the first lookup.
+    public func useNearDuplicates(_ policy: NearDuplicatePolicy) {
+        state.withLock { $0.near.enable(policy) }
+    }
+
+    /// The saved file that looks like an image of PDQ hashes `hashes` (``NearDuplicatePolicy/comparableHashes(of:)``;
+    /// under `label`, or under any label when `anyLabel`), with the distance of their closest hashes; nil when none does
+    /// or ``useNearDuplicates(_:)`` was not called.
+    public func file(lookingLike hashes: [SIMD4<UInt64>], label: String? = nil, anyLabel: Bool = false) -> (file: String, distance: Int)? {
+        state.withLock { $0.near.match(for: hashes, label: label ?? "", anyLabel: anyLabel) }
+    }
+
     /// A lookup key of `text` under `label`: the text alone when there is none, so unlabelled folders read as before.
     private static func scoped(_ text: String, label: String?) -> Fingerprint {
         guard let label, !label.isEmpty else { return Fingerprint(text) }
@@ -207,6 +222,11 @@ public final class OutputFolder: Sendable {
             state.keys.insert(Fingerprint(record.sha256).key(for: .labelledDigest), value: record.file)
         }
         state.keys.insert(Fingerprint(record.file.lowercased()).key(for: .name))
+        if let hash = record.perceptualHash {
+            state.near.add(
+                hash, trimmed: record.trimmedHashes, side: min(record.originalWidth, record.originalHeight), file: record.file, label: record.label ?? ""
+            )
+        }
     }
 
     private static func makeDirectory(_ url: URL) throws(FileError) {

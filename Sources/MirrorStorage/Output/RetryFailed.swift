@@ -14,7 +14,7 @@ public enum RetryFailed: String, Sendable, CaseIterable {
     package func hasRows(in tally: Tally, rows: Int) -> Bool {
         switch self {
         case .transient: tally.transient > 0
-        case .all: tally.saved + tally.duplicates < rows
+        case .all: tally.saved + tally.duplicates + tally.nearDuplicates < rows
         }
     }
 }

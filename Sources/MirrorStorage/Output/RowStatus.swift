@@ -11,6 +11,8 @@ public enum RowStatus: String, Codable, Sendable, CaseIterable {
     case invalid
     /// The URL came up earlier in the run, or the same bytes are already saved.
     case duplicate
+    /// The same picture to the eye is already saved: resized, re-encoded, trimmed (`--dedup near`).
+    case nearDuplicate = "near_duplicate"
     /// A valid image that a filter turned away.
     case filtered
     /// The image's `X-Robots-Tag` opts it out.
@@ -19,7 +21,7 @@ public enum RowStatus: String, Codable, Sendable, CaseIterable {
     case disallowed
 
     /// The statuses a folder's state database keeps as a row's failure reason, beside the failures' own reasons.
-    package static let recordedAsReasons: [RowStatus] = [.filtered, .optedOut, .disallowed]
+    package static let recordedAsReasons: [RowStatus] = [.filtered, .optedOut, .disallowed, .nearDuplicate]
 
     /// The status a folder's recorded reason stands for: one of ``recordedAsReasons``, or else a failure.
     package init(recordedReason reason: String) {

@@ -170,10 +170,10 @@ public final class StateStore: Sendable {
         }
     }
 
-    /// Every remembered failure's normalised URL and whether it may pass on another try.
-    public func failedURLs() throws -> [(normalizedURL: String, isTransient: Bool)] {
+    /// Every remembered failure's normalised URL, its reason, and whether it may pass on another try.
+    public func failedURLs() throws -> [(normalizedURL: String, reason: String, isTransient: Bool)] {
         try database.read { db in
-            try Row.fetchAll(db, sql: "SELECT normalized_url, transient FROM attempts").map { ($0["normalized_url"], $0["transient"]) }
+            try Row.fetchAll(db, sql: "SELECT normalized_url, reason, transient FROM attempts").map { ($0["normalized_url"], $0["reason"], $0["transient"]) }
         }
     }
 

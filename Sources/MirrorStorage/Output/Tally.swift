@@ -13,6 +13,8 @@ public struct Tally: Sendable, Hashable {
     public var alreadySaved = 0
     /// Candidates whose URL came up earlier in the run, or whose bytes the output already held.
     public var duplicates = 0
+    /// Images that looked like one already saved (`--dedup near`): counted apart from ``duplicates``.
+    public var nearDuplicates = 0
     /// Valid images the filters turned away.
     public var filtered = 0
     /// Rows that gave no URL.
@@ -59,6 +61,8 @@ public struct Tally: Sendable, Hashable {
             disallowed += 1
         case .duplicate:
             duplicates += 1
+        case .nearDuplicate:
+            nearDuplicates += 1
         }
     }
 
@@ -72,6 +76,7 @@ public struct Tally: Sendable, Hashable {
         case .failed: count(.failed(reason: reason ?? "unknown", message: "", isTransient: isTransient))
         case .invalid: invalid += 1
         case .duplicate: duplicates += 1
+        case .nearDuplicate: nearDuplicates += 1
         case .filtered: filtered += 1
         case .optedOut: optedOut += 1
         case .disallowed: disallowed += 1
@@ -83,6 +88,7 @@ public struct Tally: Sendable, Hashable {
         tally.saved += other.saved
         tally.alreadySaved += other.alreadySaved
         tally.duplicates += other.duplicates
+        tally.nearDuplicates += other.nearDuplicates
         tally.filtered += other.filtered
         tally.invalid += other.invalid
         tally.optedOut += other.optedOut
@@ -108,6 +114,8 @@ extension Tally {
         var failures: [String: Int] = [:]
         var invalid = 0
         var duplicates = 0
+        /// Left out when there are none (every file written before `--dedup near`, and every run without it).
+        var nearDuplicates: Int?
         var filtered = 0
         var optedOut = 0
         var disallowed = 0
@@ -117,6 +125,7 @@ extension Tally {
         private enum CodingKeys: String, CodingKey {
             case saved, failed, transient, failures, invalid, duplicates, filtered, disallowed, bytes
             case optedOut = "opted_out"
+            case nearDuplicates = "near_duplicates"
         }
 
         init() {}
@@ -128,6 +137,7 @@ extension Tally {
             (failed, transient, invalid, duplicates) = (try count(.failed), try count(.transient), try count(.invalid), try count(.duplicates))
             (filtered, optedOut, disallowed) = (try count(.filtered), try count(.optedOut), try count(.disallowed))
             failures = try container.decodeIfPresent([String: Int].self, forKey: .failures) ?? [:]
+            nearDuplicates = try container.decodeIfPresent(Int.self, forKey: .nearDuplicates)
             bytes = try container.decodeIfPresent(Int64.self, forKey: .bytes)
         }
     }
@@ -138,6 +148,7 @@ extension Tally {
         (counts.saved, counts.failed, counts.transient, counts.failures) = (saved, failed, transient, failures)
         (counts.invalid, counts.duplicates, counts.filtered) = (invalid, duplicates, filtered)
         (counts.optedOut, counts.disallowed, counts.bytes) = (optedOut, disallowed, bytes)
+        counts.nearDuplicates = nearDuplicates > 0 ? nearDuplicates : nil
         return counts
     }
 
@@ -148,5 +159,6 @@ extension Tally {
         transient = min(counts.transient, counts.failed)
         (invalid, duplicates, filtered) = (counts.invalid, counts.duplicates, counts.filtered)
         (optedOut, disallowed, bytes) = (counts.optedOut, counts.disallowed, counts.bytes ?? 0)
+        nearDuplicates = counts.nearDuplicates ?? 0
     }
 }

@@ -146,6 +146,12 @@ extension APIEmulator {
         /// The first `wikimediaOverlap` Wikimedia results of every query have byte-identical images to the
         /// first `wikimediaOverlap` Openverse results of the same query (different ids and URLs).
         public var wikimediaOverlap = 0
+        /// 0 (the default): every result is its own image (seeded noise). 2 or more: results come in groups of this
+        /// many that show one picture (``TestImages/picture(width:height:seed:format:)``) at as many sizes, in turns
+        /// as PNG and as BMP (served under the `.png` path all the same), the way image hosts and their mirrors serve
+        /// one photograph at several sizes and in several formats; each group is another picture, the same for every
+        /// provider (group `g` of a query is one picture wherever it is listed).
+        public var pictureVariants = 0
         /// Image faults per provider; missing means none.
         public var imageFaults: [Provider: ImageFaultRates] = [:]
         /// Providers that ignore the page they are asked for and answer every request with the first page

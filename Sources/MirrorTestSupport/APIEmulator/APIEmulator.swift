@@ -258,8 +258,23 @@ final class EmulatorCore: Sendable {
         let id = EmulatedIDs.id(provider, key: key, index: index)
         let seedProvider = provider == .wikimedia && index < settings.wikimediaOverlap ? APIEmulator.Provider.openverse : provider
         let seed = EmulatedIDs.mix(EmulatedIDs.tag(seedProvider), UInt64(key), UInt64(index))
-        let (width, height) = EmulatedIDs.geometry(seed: seed, bytes: settings.imageBytes)
         let path = Self.imagePath(provider, id: id)
+        if settings.pictureVariants > 1 {
+            let group = index / settings.pictureVariants, variant = index % settings.pictureVariants
+            let pictureSeed = EmulatedIDs.mix(0x5EED, UInt64(key), UInt64(group))
+            let baseWidth = 360 + Int(EmulatedIDs.splitmix(pictureSeed) % 280)
+            let aspect = 0.6 + Double(EmulatedIDs.splitmix(pictureSeed ^ 0xA5A5) % 800) / 1_000.0
+            let scale = [1.0, 0.7, 0.5, 0.85, 0.6][variant % 5]
+            let width = max(64, Int(Double(baseWidth) * scale)), height = max(64, Int(Double(baseWidth) * aspect * scale))
+            let format: TestImages.PictureFormat = variant % 2 == 0 ? .png : .bmp
+            var image = EmulatedImage(
+                provider: provider, index: index, id: id, path: path, url: URL(string: baseURL + path)!, width: width, height: height,
+                byteCount: TestImages.pictureSize(width: width, height: height, format: format), contentSeed: EmulatedIDs.mix(pictureSeed, UInt64(variant))
+            )
+            image.picture = EmulatedImage.Picture(seed: pictureSeed, group: group, format: format)
+            return image
+        }
+        let (width, height) = EmulatedIDs.geometry(seed: seed, bytes: settings.imageBytes)
         return EmulatedImage(
             provider: provider, index: index, id: id, path: path, url: URL(string: baseURL + path)!,
             width: width, height: height, byteCount: EmulatedIDs.pngSize(width: width, height: height), contentSeed: seed

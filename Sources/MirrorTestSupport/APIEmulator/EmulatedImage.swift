@@ -21,10 +21,22 @@ public struct EmulatedImage: Sendable, Hashable {
     public var byteCount: Int
     /// The pixel seed; two results with the same seed (Wikimedia overlap) have identical bytes.
     public var contentSeed: UInt64
+    /// With ``APIEmulator/Settings/pictureVariants``: the picture it shows and how it is encoded; nil for noise.
+    public var picture: Picture? = nil
 
-    /// The PNG, generated (same bytes every time).
+    /// One of a group's variants: the group's picture, encoded.
+    public struct Picture: Sendable, Hashable {
+        /// The seed of the group's picture.
+        public var seed: UInt64
+        /// Its group: results with the same group show the same picture.
+        public var group: Int
+        public var format: TestImages.PictureFormat
+    }
+
+    /// The image, generated (same bytes every time).
     public func data() -> Data {
-        TestImages.png(width: width, height: height, seed: contentSeed)
+        if let picture { return TestImages.picture(width: width, height: height, seed: picture.seed, format: picture.format) }
+        return TestImages.png(width: width, height: height, seed: contentSeed)
     }
 }
 

@@ -25,6 +25,9 @@ struct Search: AsyncParsableCommand {
     @Flag(help: "With --queries: keep an image found by two queries only in the first one's folder.")
     var uniqueAcrossQueries = false
 
+    @Option(help: "What is a duplicate of a saved image: near (the same picture resized, re-encoded or trimmed, by its PDQ hash; the default), exact (the same bytes) or none.")
+    var dedup: String = "near"
+
     @Option(help: "How many images the folder (with --queries: each query's subfolder) should hold (1–100000).")
     var count: Int
 
@@ -69,6 +72,7 @@ struct Search: AsyncParsableCommand {
     var queryText: String { query.joined(separator: " ").trimmingCharacters(in: .whitespaces) }
 
     func validate() throws {
+        guard Deduplication(name: dedup) != nil else { throw ValidationError("--dedup takes near, exact or none, not '\(dedup)'") }
         if queries != nil {
             guard queryText.isEmpty else { throw ValidationError("Give a query or --queries FILE, not both.") }
             guard !dryRun else { throw ValidationError("--dry-run takes one query, not --queries.") }
@@ -124,6 +128,7 @@ struct Search: AsyncParsableCommand {
         configuration.providers = providerNames
         configuration.endpoint = endpoint.flatMap(URL.init(string:))
         configuration.pageLimit = pages
+        configuration.deduplication = Deduplication(name: dedup) ?? configuration.deduplication
         let formats = try formats()
         if minWidth > 0 || minHeight > 0 || formats != nil {
             configuration.filter = ImageFilter(minimumWidth: minWidth, minimumHeight: minHeight, formats: formats)
@@ -173,7 +178,7 @@ struct Search: AsyncParsableCommand {
         switch event {
         case let .saved(record, source): renderer.saved(record, source: source)
         case let .failed(url, error): renderer.failed(url, error.description)
-        case .duplicate, .filtered, .refused: break
+        case .duplicate, .nearDuplicate, .filtered, .refused: break
         case let .retrying(url, attempt, delay, reason): renderer.retrying(url, attempt: attempt, delay: delay, reason: reason)
         case let .notice(line): renderer.note(line)
         }
@@ -295,7 +300,9 @@ struct Search: AsyncParsableCommand {
             line = "up to date: \(summary.total) images in \(output) (asked for \(summary.target)); nothing to fetch"
         } else {
             var text = "\(summary.tally.saved) saved, \(summary.total)/\(summary.target) in \(output)"
-            text += ", \(summary.tally.failed) failed, \(summary.duplicates) duplicates, \(summary.filtered) filtered"
+            text += ", \(summary.tally.failed) failed, \(summary.duplicates) duplicates"
+            if summary.tally.nearDuplicates > 0 { text += ", \(summary.tally.nearDuplicates) near-duplicates" }
+            text += ", \(summary.filtered) filtered"
             text += ", \(summary.pages) pages"
             text += String(format: " in %.1fs", summary.seconds)
             let failed = summary.providerStatus.filter { $0.status == .failed }

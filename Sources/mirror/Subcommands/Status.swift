@@ -118,7 +118,7 @@ struct Status: AsyncParsableCommand {
         lines.append("  rows        " + number(status.rows))
         lines.append("  saved       " + number(status.tally.saved) + "  (" + ByteCountFormatter.string(fromByteCount: status.tally.bytes, countStyle: .file) + ")")
         lines += failureLines(status.tally)
-        for (label, value) in [("bad rows", status.tally.invalid), ("duplicates", status.tally.duplicates), ("filtered", status.tally.filtered), ("opted out", status.tally.optedOut), ("disallowed", status.tally.disallowed)] where value > 0 {
+        for (label, value) in [("bad rows", status.tally.invalid), ("duplicates", status.tally.duplicates), ("near-dupl.", status.tally.nearDuplicates), ("filtered", status.tally.filtered), ("opted out", status.tally.optedOut), ("disallowed", status.tally.disallowed)] where value > 0 {
             lines.append("  " + label.padding(toLength: 12, withPad: " ", startingAt: 0) + number(value))
         }
         if let rate = status.imagesPerSecond, let started = status.started, let finished = status.finished {

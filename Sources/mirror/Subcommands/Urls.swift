@@ -51,6 +51,9 @@ struct Urls: AsyncParsableCommand {
     ))
     var retryFailed: String?
 
+    @Option(help: "What is a duplicate of a saved image: exact (the same bytes; the default: a row is a row), near (also the same picture resized, re-encoded or trimmed, by its PDQ hash) or none.")
+    var dedup: String = "exact"
+
     @OptionGroup var dataset: DatasetOptions
     @OptionGroup var sharding: ShardOptions
     @OptionGroup var network: NetworkOptions
@@ -64,6 +67,7 @@ struct Urls: AsyncParsableCommand {
     @OptionGroup var outputOptions: OutputOptions
 
     func validate() throws {
+        guard Deduplication(name: dedup) != nil else { throw ValidationError("--dedup takes exact, near or none, not '\(dedup)'") }
         if let retryFailed, RetryFailed(rawValue: retryFailed) == nil {
             throw ValidationError("--retry-failed takes transient or all, not '\(retryFailed)'")
         }
@@ -120,6 +124,7 @@ struct Urls: AsyncParsableCommand {
         configuration.shard = share?.0
         configuration.objectStore = objectStore
         configuration.retryFailed = retryFailed.flatMap(RetryFailed.init(rawValue:))
+        configuration.deduplication = Deduplication(name: dedup) ?? .exact
         network.apply(to: &configuration.downloads)
         configuration.isSyncEnabled = !outputOptions.noFsync
         dataset.apply(to: &configuration)
@@ -134,6 +139,8 @@ struct Urls: AsyncParsableCommand {
                 case let .saved(record, source): renderer.saved(record, source: source)
                 case let .failed(url, error): renderer.failed(url, error.description)
                 case let .duplicate(url, existing): renderer.note("duplicate of \(existing): \(ProgressRenderer.redacted(url))")
+                case let .nearDuplicate(url, existing, distance):
+                    renderer.note("looks the same as \(existing) (PDQ distance \(distance)): \(ProgressRenderer.redacted(url))")
                 case .skipped: break
                 case let .retrying(url, attempt, delay, reason): renderer.retrying(url, attempt: attempt, delay: delay, reason: reason)
                 case let .invalid(place, reason): if !quiet { renderer.note("skipped \(place): \(reason)") }
@@ -169,7 +176,9 @@ struct Urls: AsyncParsableCommand {
             }
         }
         guard !outputOptions.quiet else { return }
-        var line = "\(summary.tally.saved) saved, \(summary.tally.alreadySaved) already there, \(summary.tally.duplicates) duplicates, \(summary.tally.failed) failed"
+        var line = "\(summary.tally.saved) saved, \(summary.tally.alreadySaved) already there, \(summary.tally.duplicates) duplicates"
+        if summary.tally.nearDuplicates > 0 { line += ", \(summary.tally.nearDuplicates) near-duplicates" }
+        line += ", \(summary.tally.failed) failed"
         if summary.tally.invalid > 0 { line += ", \(summary.tally.invalid) bad rows" }
         if summary.tally.filtered > 0 { line += ", \(summary.tally.filtered) filtered" }
         if summary.tally.optedOut > 0 { line += ", \(summary.tally.optedOut) opted out" }

@@ -150,21 +150,9 @@ public struct ImageTransform: Sendable, Hashable {
                 throw Failure(message: "cannot read the download (\(error.localizedDescription))")
             }
             let needed = try estimate(input, format: image.info.format)
-            let alone = verdict == .decodeAlone
-            let taken = budget?.take(alone ? Int.max : needed)
-            let mark = journal?.begin(image.url)
-            if let mark, let flag = journal?.culpritFlag(of: mark) {
-                mirror_codecs_arm_crash_mark(flag.descriptor, Int64(flag.offset), flag.byte)
+            data = try Self.guardedDecode(of: image.url, needing: needed, alone: verdict == .decodeAlone, budget: budget, journal: journal) { () throws(Failure) in
+                try transform(input, format: image.info.format)
             }
-            defer {
-                if let mark {
-                    mirror_codecs_disarm_crash_mark()
-                    journal?.end(mark)
-                }
-                if let taken { budget?.give(taken) }
-            }
-            Self.crashForTests(image.url)
-            data = try transform(input, format: image.info.format)
             do {
                 info = try validator.validate(data)
             } catch {
@@ -189,6 +177,28 @@ public struct ImageTransform: Sendable, Hashable {
         result.originalWidth = image.originalWidth ?? image.info.width
         result.originalHeight = image.originalHeight ?? image.info.height
         return result
+    }
+
+    /// Runs `decode` (of the image downloaded from `url`, which takes `needed` bytes) as one guarded decode: its memory
+    /// taken from `budget` first (all of it when the image must be decoded `alone`), and the image marked in `journal`
+    /// as being decoded while it is, so that a decoder's crash is pinned on it.
+    package static func guardedDecode<Value>(
+        of url: URL, needing needed: Int, alone: Bool, budget: DecodeBudget?, journal: DecodeJournal?, _ decode: () throws(Failure) -> Value
+    ) throws(Failure) -> Value {
+        let taken = budget?.take(alone ? Int.max : needed)
+        let mark = journal?.begin(url)
+        if let mark, let flag = journal?.culpritFlag(of: mark) {
+            mirror_codecs_arm_crash_mark(flag.descriptor, Int64(flag.offset), flag.byte)
+        }
+        defer {
+            if let mark {
+                mirror_codecs_disarm_crash_mark()
+                journal?.end(mark)
+            }
+            if let taken { budget?.give(taken) }
+        }
+        crashForTests(url)
+        return try decode()
     }
 
     /// For the test that kills mirror inside a decode (`PoisonImageTests`): with `MIRROR_TEST_CRASH_DECODING` set, a
@@ -266,7 +276,7 @@ public struct ImageTransform: Sendable, Hashable {
         )
     }
 
-    private static func failure(_ status: Int32, _ message: [CChar]) -> Failure {
+    package static func failure(_ status: Int32, _ message: [CChar]) -> Failure {
         let text = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         let kind: Failure.Kind = switch status {
         case Int32(MIRROR_CODECS_MALFORMED.rawValue): .malformed
@@ -277,7 +287,7 @@ public struct ImageTransform: Sendable, Hashable {
     }
 
     /// CCodecs' code of a format.
-    private static func code(_ format: ImageFormat) -> Int32 {
+    package static func code(_ format: ImageFormat) -> Int32 {
         let code: mirror_codecs_format = switch format {
         case .jpeg: MIRROR_CODECS_JPEG
         case .png: MIRROR_CODECS_PNG

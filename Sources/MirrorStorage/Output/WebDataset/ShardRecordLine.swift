@@ -1,7 +1,7 @@
 import Foundation
 import MirrorCore
 
-/// Lines of a shard's `NNNNN.jsonl`: every row, with `status` (`success`, `failed`, `invalid`, `duplicate`,
+/// Lines of a shard's `NNNNN.jsonl`: every row, with `status` (`success`, `failed`, `invalid`, `duplicate`, `near_duplicate`,
 /// `filtered`, `opted_out`, `disallowed`), `error`, `reason` (a failure's key, as the stats count it: `http-503`,
 /// `timeout`, …) and `transient` (whether a failure may succeed on a later run, which `--retry-failed` retries) first,
 /// then the record's fields (null where the row has no image), then the kept columns.
@@ -24,7 +24,7 @@ enum ShardRecordLine {
         package func isRetried(by scope: RetryFailed) -> Bool {
             switch scope {
             case .transient: status == .failed && isTransient
-            case .all: status != .saved && status != .duplicate
+            case .all: status != .saved && status != .duplicate && status != .nearDuplicate
             }
         }
 

@@ -1,6 +1,7 @@
 import Foundation
 import MirrorBase
 import MirrorCore
+import MirrorImages
 import MirrorTransport
 
 /// WebDataset output: tar shards of a fixed number of table rows, each with its records and stats beside it.
@@ -34,6 +35,10 @@ public final class ShardSink: ImageSink {
         /// Which failed rows of complete shards are downloaded again, or `nil` (the default) for none. A shard that
         /// gains a sample is written anew, whole (tar, records, then stats); the others are not touched.
         public var retryFailed: RetryFailed?
+        /// What is taken for a duplicate (`--dedup`). Default ``Deduplication/exact``. The same bytes are refused across
+        /// runs (the copy's digests are kept on disk); the same picture to the eye within a run (its hashes are in the
+        /// records, for deduplicating a whole dataset afterwards: SCALING.md).
+        public var deduplication: Deduplication = .exact
 
         public init(directory: URL, shardSize: Int = 10_000) {
             self.directory = directory
@@ -64,6 +69,8 @@ public final class ShardSink: ImageSink {
     /// The bytes of every image saved by this run (as downloaded, before any resize), by SHA-256, with the key that
     /// holds them: on disk, so that a run of millions of images keeps flat memory.
     let digests: DiskKeySet
+    /// This run's samples' PDQ hashes and keys (`--dedup near`).
+    private let looks: Locked<(index: NearDuplicateIndex, keys: [String])>
 
     package struct State {
         /// Shards whose stats file exists (written by this run or an earlier one).
@@ -144,6 +151,7 @@ public final class ShardSink: ImageSink {
         }
         self.state = Locked(state)
         digests = try DiskKeySet(directory: hidden, name: "digests")
+        looks = Locked((NearDuplicateIndex(distance: configuration.deduplication.nearPolicy?.distance ?? 0), []))
     }
 
     /// Images wait here until their shard is written: this copy's own folder (same file system as the shards).
@@ -182,8 +190,23 @@ public final class ShardSink: ImageSink {
         let outcome: PublishOutcome
         if let failure = state.withLock({ $0.failure }) {
             outcome = .failed(failure as? FileError ?? FileError(operation: "upload", path: configuration.directory.path, code: EIO))
-        } else if !digests.insert(image.downloadDigest, value: key) {
+        } else if configuration.deduplication.refusesSameBytes, !digests.insert(image.downloadDigest, value: key) {
             outcome = .duplicate(of: digests.value(for: image.downloadDigest) ?? "an earlier sample")
+        } else if let hashes = configuration.deduplication.nearPolicy?.comparableHashes(of: image),
+                  let match = looks.withLock({ looks -> (key: String, distance: Int)? in
+                      var best: (key: String, distance: Int)?
+                      for bits in hashes {
+                          guard let found = looks.index.match(for: PerceptualHash(bits: bits, quality: 100)) else { continue }
+                          if best == nil || found.distance < best!.distance { best = (looks.keys[found.position], found.distance) }
+                      }
+                      if best != nil { return best }
+                      for bits in hashes {
+                          looks.index.insert(PerceptualHash(bits: bits, quality: 100))
+                          looks.keys.append(key)
+                      }
+                      return nil
+                  }) {
+            outcome = .nearDuplicate(of: match.key, distance: match.distance)
         } else {
             state.withLock { $0.published += 1 }
             outcome = .saved(record)

@@ -1,0 +1,79 @@
+/// A PDQ hash: Meta's 256-bit perceptual hash of what an image looks like, with PDQ's quality of it.
+///
+/// Two images the eye takes for one picture — resized, re-encoded, in another format, trimmed a little, brightened —
+/// hash a few bits apart; two different pictures about 128 bits apart. ``distance(to:)`` counts the bits that differ.
+/// PDQ's quality (0–100) says how much the image varies: a flat or nearly flat image (a logo on white, a blank frame)
+/// hashes unreliably, and PDQ's authors advise against trusting a match below 50 (``isReliable``).
+///
+/// The hex form is PDQ's own: 64 hex digits, the DCT's last row of 16 bits first.
+public struct PerceptualHash: Sendable, Hashable, CustomStringConvertible {
+    /// The 256 bits, in hex order: `bits[0]` holds the first 16 hex digits.
+    public let bits: SIMD4<UInt64>
+    /// PDQ's quality, 0–100.
+    public let quality: Int
+
+    /// The quality under which a hash is not trusted to match: PDQ's authors' advice.
+    public static let reliableQuality = 50
+
+    public init(bits: SIMD4<UInt64>, quality: Int) {
+        self.bits = bits
+        self.quality = quality
+    }
+
+    /// A hash from its 32 bytes (hex order) and quality, or nil when `bytes` are not 32.
+    public init?<Bytes: Collection>(bytes: Bytes, quality: Int) where Bytes.Element == UInt8 {
+        guard bytes.count == 32 else { return nil }
+        var lanes = SIMD4<UInt64>()
+        for (index, byte) in bytes.enumerated() {
+            lanes[index / 8] |= UInt64(byte) << UInt64(56 - 8 * (index % 8))
+        }
+        self.init(bits: lanes, quality: quality)
+    }
+
+    /// A hash from PDQ's 64 hex digits, or nil when `hex` is not that.
+    public init?(hex: some StringProtocol, quality: Int) {
+        let digits = Array(hex.utf8)
+        guard digits.count == 64 else { return nil }
+        var lanes = SIMD4<UInt64>()
+        for (index, digit) in digits.enumerated() {
+            let value: UInt8
+            switch digit {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = digit - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): value = digit - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): value = digit - UInt8(ascii: "A") + 10
+            default: return nil
+            }
+            lanes[index / 16] |= UInt64(value) << UInt64(60 - 4 * (index % 16))
+        }
+        self.init(bits: lanes, quality: quality)
+    }
+
+    /// The 32 bytes, in hex order.
+    public var bytes: [UInt8] {
+        (0..<32).map { UInt8(truncatingIfNeeded: bits[$0 / 8] >> UInt64(56 - 8 * ($0 % 8))) }
+    }
+
+    /// PDQ's 64 hex digits, lowercase.
+    public var hex: String {
+        let digits = Array("0123456789abcdef".utf8)
+        var text = [UInt8]()
+        text.reserveCapacity(64)
+        for byte in bytes {
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 15)])
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    public var description: String { hex }
+
+    /// Bits that differ from `other` (0–256).
+    @inlinable
+    public func distance(to other: PerceptualHash) -> Int {
+        let difference = bits ^ other.bits
+        return difference[0].nonzeroBitCount + difference[1].nonzeroBitCount + difference[2].nonzeroBitCount + difference[3].nonzeroBitCount
+    }
+
+    /// Whether PDQ trusts this hash to match: quality of at least ``reliableQuality``.
+    public var isReliable: Bool { quality >= Self.reliableQuality }
+}

@@ -1,0 +1,231 @@
+import MirrorImages
+
+/// Finds, among many PDQ hashes, one within a Hamming distance of a new hash: the lookup behind `--dedup near`.
+///
+/// A multi-index (Norouzi, Punjani and Fleet, "Fast search in Hamming space with multi-index hashing", 2012): the 256
+/// bits are cut into `segments` equal segments, and each segment's value indexes a table of the hashes that have it.
+/// Two hashes at most `distance` bits apart differ in at most `distance / segments` bits of some segment (pigeonhole),
+/// so probing each table with the new hash's segment and its variants of up to that many flipped bits finds every
+/// candidate; each candidate's whole distance is then counted. Nothing is missed, and nothing is scanned but the
+/// probed buckets: with `n` hashes a lookup costs its probes plus about `probes × n / 2^bits` candidate checks
+/// (BENCHMARKS.md: at 1 and 10 million hashes).
+///
+/// Memory: the hashes (32 bytes each) and one 4-byte position per hash per table, in buckets made on first use.
+/// Not thread-safe: its owner locks it.
+public struct NearDuplicateIndex: Sendable {
+    /// The hashes added, by position.
+    public private(set) var hashes: [SIMD4<UInt64>] = []
+    /// The largest distance a match may be.
+    public let distance: Int
+    private let segments: Int
+    private let segmentBits: Int
+    /// Bits flipped per segment when probing: `distance / segments`; past 2, every hash is compared instead.
+    private let flips: Int
+    /// Per segment, the positions of the hashes by the segment's value.
+    private var tables: [[UInt32: [UInt32]]]
+
+    /// An empty index for matches within `distance` bits (0–255), its hashes cut into `segments` (8 or 16; by default
+    /// the count whose probes stay fewest for that distance).
+    public init(distance: Int, segments: Int? = nil) {
+        self.distance = max(0, min(255, distance))
+        let count = (segments ?? Self.segments(for: self.distance)) == 8 ? 8 : 16
+        self.segments = count
+        segmentBits = 256 / count
+        flips = self.distance / count
+        tables = Array(repeating: [:], count: count)
+    }
+
+    /// 8 segments of 32 bits while that takes at most 2 flipped bits a segment (distances up to 23: few probes into
+    /// nearly empty buckets); 16 of 16 bits beyond (one flipped bit up to 31, then two).
+    public static func segments(for distance: Int) -> Int { distance <= 23 ? 8 : 16 }
+
+    public var count: Int { hashes.count }
+
+    /// Adds a hash; returns its position.
+    @discardableResult
+    public mutating func insert(_ hash: PerceptualHash) -> Int {
+        let position = UInt32(hashes.count)
+        hashes.append(hash.bits)
+        for segment in 0..<segments {
+            tables[segment][value(of: hash.bits, segment: segment), default: []].append(position)
+        }
+        return Int(position)
+    }
+
+    /// The position of the closest hash within ``distance`` of `hash` (the earliest of equals), with its distance; nil
+    /// when none is.
+    public func match(for hash: PerceptualHash) -> (position: Int, distance: Int)? {
+        var best: (position: Int, distance: Int)?
+        let bits = hash.bits
+        guard flips <= 2 else {
+            for (position, other) in hashes.enumerated() {
+                let difference = other ^ bits
+                let found = difference[0].nonzeroBitCount + difference[1].nonzeroBitCount + difference[2].nonzeroBitCount
+                    + difference[3].nonzeroBitCount
+                if found <= distance, best == nil || found < best!.distance { best = (position, found) }
+            }
+            return best
+        }
+        for segment in 0..<segments {
+            let key = value(of: bits, segment: segment)
+            forEachVariant(of: key, flipping: flips) { probe in
+                guard let bucket = tables[segment][probe] else { return }
+                for position in bucket {
+                    let difference = hashes[Int(position)] ^ bits
+                    let found = difference[0].nonzeroBitCount + difference[1].nonzeroBitCount + difference[2].nonzeroBitCount
+                        + difference[3].nonzeroBitCount
+                    guard found <= distance else { continue }
+                    if let current = best, current.distance < found || (current.distance == found && current.position <= Int(position)) { continue }
+                    best = (Int(position), found)
+                }
+            }
+        }
+        return best
+    }
+
+    /// Bytes the index holds, roughly: its hashes, its positions, and its buckets' overhead.
+    public var approximateBytes: Int {
+        let buckets = tables.reduce(0) { $0 + $1.count }
+        return hashes.capacity * 32 + hashes.count * segments * 4 + buckets * 48
+    }
+
+    /// Segment `segment` (0-based, `segmentBits` wide) of the 256 bits.
+    private func value(of bits: SIMD4<UInt64>, segment: Int) -> UInt32 {
+        let start = segment * segmentBits
+        let lane = bits[start / 64]
+        let shift = 64 - segmentBits - start % 64
+        let mask: UInt64 = segmentBits == 64 ? .max : (1 << UInt64(segmentBits)) - 1
+        return UInt32(truncatingIfNeeded: (lane >> UInt64(shift)) & mask)
+    }
+
+    /// Calls `body` with `key` and every value that differs from it in 1 to `flips` of the segment's bits.
+    private func forEachVariant(of key: UInt32, flipping flips: Int, _ body: (UInt32) -> Void) {
+        body(key)
+        guard flips > 0 else { return }
+        func flip(from bit: Int, remaining: Int, value: UInt32) {
+            for position in bit..<segmentBits {
+                let flipped = value ^ (1 << UInt32(position))
+                body(flipped)
+                if remaining > 1 { flip(from: position + 1, remaining: remaining - 1, value: flipped) }
+            }
+        }
+        flip(from: 0, remaining: flips, value: key)
+    }
+}
+
+/// When two images are one picture to the eye (`--dedup near`): their PDQ hashes at most ``distance`` bits apart, both
+/// hashes reliable (PDQ quality of at least ``PerceptualHash/reliableQuality``), and both images at least
+/// ``minimumSide`` pixels on their shorter side (a thumbnail's hash says too little). An image that fails either is
+/// never merged with another, nor another with it.
+public struct NearDuplicatePolicy: Sendable, Hashable {
+    /// The default largest distance (BENCHMARKS.md and scripts/near_truth.py: how it was chosen).
+    public static let defaultDistance = 31
+    /// The default smallest shorter side, in pixels.
+    public static let defaultMinimumSide = 64
+
+    public var distance: Int
+    public var minimumSide: Int
+
+    public init(distance: Int = Self.defaultDistance, minimumSide: Int = Self.defaultMinimumSide) {
+        self.distance = distance
+        self.minimumSide = minimumSide
+    }
+
+    /// The hashes an image is compared by — the whole image's, then its trimmed centres' — or nil when it is never
+    /// merged. Two images are one picture when any hash of one is within ``distance`` of any hash of the other.
+    public func comparableHashes(of image: VerifiedImage) -> [SIMD4<UInt64>]? {
+        guard let hash = image.perceptualHash, hash.isReliable else { return nil }
+        let width = image.originalWidth ?? image.info.width, height = image.originalHeight ?? image.info.height
+        return min(width, height) >= minimumSide ? [hash.bits] + image.trimmedHashes : nil
+    }
+
+    /// The smallest distance between any of `hashes` and any of `others`.
+    public static func distance(_ hashes: [SIMD4<UInt64>], _ others: [SIMD4<UInt64>]) -> Int {
+        var best = 256
+        for a in hashes {
+            for b in others {
+                let difference = a ^ b
+                best = min(best, difference[0].nonzeroBitCount + difference[1].nonzeroBitCount + difference[2].nonzeroBitCount + difference[3].nonzeroBitCount)
+            }
+        }
+        return best
+    }
+}
+
+/// What a run takes for a duplicate of an image already saved (`--dedup`).
+public enum Deduplication: Sendable, Hashable {
+    /// The same bytes, or the same picture to the eye (``NearDuplicatePolicy``): the default of searches.
+    case near(NearDuplicatePolicy)
+    /// The same bytes: the default of URL tables (a row is a row).
+    case exact
+    /// Nothing: every image is kept, the same bytes twice too.
+    case none
+
+    /// `near`, `exact` or `none`, as `--dedup` names them (near with the default policy).
+    public init?(name: String) {
+        switch name {
+        case "near": self = .near(NearDuplicatePolicy())
+        case "exact": self = .exact
+        case "none": self = .none
+        default: return nil
+        }
+    }
+
+    /// The names `--dedup` takes.
+    public static let names = ["near", "exact", "none"]
+
+    /// The policy near-duplicates are judged by, when they are.
+    public var nearPolicy: NearDuplicatePolicy? {
+        if case let .near(policy) = self { policy } else { nil }
+    }
+
+    /// Whether the same bytes twice are refused.
+    public var refusesSameBytes: Bool { self != .none }
+}
+
+/// The saved images' hashes of one output, by label (`""` for none), with the files they belong to: what a folder
+/// looks a new image up in. Hashes are kept aside until a run says how it compares them (``enable(_:)``).
+struct NearDuplicateFiles {
+    private var policy: NearDuplicatePolicy?
+    private var pending: [(label: String, hash: PerceptualHash, trimmed: [SIMD4<UInt64>], side: Int, file: String)] = []
+    /// Per label, the index of every saved file's hashes (the whole image's and its trimmed centres'), and the file of
+    /// each hash by its position.
+    private var indexes: [String: (index: NearDuplicateIndex, files: [String])] = [:]
+
+    /// Adds a saved file's hashes (its image `side` pixels on its shorter side as served).
+    mutating func add(_ hash: PerceptualHash, trimmed: [SIMD4<UInt64>], side: Int, file: String, label: String) {
+        guard let policy else {
+            pending.append((label, hash, trimmed, side, file))
+            return
+        }
+        guard hash.isReliable, side >= policy.minimumSide else { return }
+        var entry = indexes.removeValue(forKey: label) ?? (NearDuplicateIndex(distance: policy.distance), [])
+        for bits in [hash.bits] + trimmed {
+            entry.index.insert(PerceptualHash(bits: bits, quality: hash.quality))
+            entry.files.append(file)
+        }
+        indexes[label] = entry
+    }
+
+    /// Compares by `policy` from now on (the first call only).
+    mutating func enable(_ policy: NearDuplicatePolicy) {
+        guard self.policy == nil else { return }
+        self.policy = policy
+        for entry in pending { add(entry.hash, trimmed: entry.trimmed, side: entry.side, file: entry.file, label: entry.label) }
+        pending = []
+    }
+
+    /// The saved file that looks like an image of `hashes` (the closest, under `label` or under any label), with their
+    /// distance.
+    func match(for hashes: [SIMD4<UInt64>], label: String, anyLabel: Bool) -> (file: String, distance: Int)? {
+        let candidates = anyLabel ? Array(indexes.values) : indexes[label].map { [$0] } ?? []
+        var best: (file: String, distance: Int)?
+        for entry in candidates {
+            for bits in hashes {
+                guard let found = entry.index.match(for: PerceptualHash(bits: bits, quality: 100)) else { continue }
+                if best == nil || found.distance < best!.distance { best = (entry.files[found.position], found.distance) }
+            }
+        }
+        return best
+    }
+}

@@ -1,0 +1,58 @@
+import ArgumentParser
+import Foundation
+import MirrorKit
+
+/// `mirror hash FILE…`: the perceptual hash of image files, as `--dedup near` computes and compares it.
+struct Hash: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print the perceptual (PDQ) hash of image files, as --dedup near compares them.",
+        discussion: """
+            One line per file: the 64 hex digits of its PDQ hash (Meta's 256-bit perceptual hash), PDQ's quality \
+            (0-100) and the path. Two images whose hashes differ in at most \(NearDuplicatePolicy.defaultDistance) \
+            bits are near-duplicates to mirror, unless either hash's quality is under \
+            \(PerceptualHash.reliableQuality) (a flat image, never merged). Exit 1 if a file is not an image that \
+            decodes.
+            """
+    )
+
+    @Argument(help: "Image files (JPEG, PNG, WebP, GIF, and through libvips TIFF, HEIF, AVIF, BMP).")
+    var files: [String]
+
+    @Flag(help: "Print one JSON object per line: file, pdq, quality, trimmed (the hashes of its centre without 1.5, 3 and 4.5 % of each border), width, height (or error).")
+    var json = false
+
+    func run() throws {
+        var failed = false
+        for path in files {
+            do {
+                guard let data = FileManager.default.contents(atPath: path) else {
+                    throw ValidationError("cannot read it (\(FileManager.default.fileExists(atPath: path) ? "not readable" : "no such file"))")
+                }
+                let info = try ImageValidator().validate(data)
+                let (hash, trimmed) = try PerceptualHasher.hashes(data, format: info.format)
+                let trims = trimmed.map { PerceptualHash(bits: $0, quality: hash.quality).hex }
+                let fields: [String: Any] = ["file": path, "pdq": hash.hex, "quality": hash.quality, "trimmed": trims, "width": info.width, "height": info.height]
+                Self.write(json ? Self.jsonLine(fields) : "\(hash.hex) \(hash.quality) \(path)")
+            } catch {
+                failed = true
+                let reason = String(describing: error)
+                if json {
+                    Self.write(Self.jsonLine(["file": path, "error": reason]))
+                } else {
+                    printError("\(path): \(reason)")
+                }
+            }
+        }
+        if failed { throw ExitStatus.failure.exitCode }
+    }
+
+    /// One line to standard output at once (in order with the errors on standard error).
+    private static func write(_ line: String) {
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    }
+
+    private static func jsonLine(_ object: [String: Any]) -> String {
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
+        return String(decoding: data, as: UTF8.self)
+    }
+}
