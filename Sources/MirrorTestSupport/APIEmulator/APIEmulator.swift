@@ -205,6 +205,11 @@ public final class APIEmulator: Sendable {
         imageRequestCount(path: EmulatorCore.imagePath(provider, id: id))
     }
 
+    /// Requests for each image path requested so far.
+    public var imageRequests: [String: Int] {
+        core.state.withLock { $0.imageRequests }
+    }
+
     /// Requests under `/images/`, all paths together.
     public var totalImageRequests: Int {
         core.state.withLock { $0.imageRequests.values.reduce(0, +) }
