@@ -114,11 +114,12 @@ struct PerceptualHashTests {
         return bits
     }
 
+    /// The first 1,000 hashes are scanned, the rest through the tables built then (60 bits: scanned throughout).
     @Test(arguments: [(10, 8), (23, 8), (31, 16), (40, 16), (31, 8), (60, 16)])
     func theIndexFindsWhatAScanFinds(distance: Int, segments: Int) {
         // Given 3,000 random hashes, and queries near some of them (0 to distance + 3 bits away) and far from all
         var random = SeededGenerator(seed: UInt64(distance * 100 + segments))
-        var index = NearDuplicateIndex(distance: distance, segments: segments)
+        var index = NearDuplicateIndex(distance: distance, segments: segments, scanLimit: 1_000)
         var stored: [SIMD4<UInt64>] = []
         for _ in 0..<3_000 {
             let bits = SIMD4<UInt64>(random.next(), random.next(), random.next(), random.next())

@@ -70,7 +70,7 @@ public final class ShardSink: ImageSink {
     /// holds them: on disk, so that a run of millions of images keeps flat memory.
     let digests: DiskKeySet
     /// This run's samples' PDQ hashes and keys (`--dedup near`).
-    private let looks: Locked<(index: NearDuplicateIndex, keys: [String])>
+    private let looks: Locked<NearDuplicateSet<String>>
 
     package struct State {
         /// Shards whose stats file exists (written by this run or an earlier one).
@@ -151,7 +151,7 @@ public final class ShardSink: ImageSink {
         }
         self.state = Locked(state)
         digests = try DiskKeySet(directory: hidden, name: "digests")
-        looks = Locked((NearDuplicateIndex(distance: configuration.deduplication.nearPolicy?.distance ?? 0), []))
+        looks = Locked(NearDuplicateSet(distance: configuration.deduplication.nearPolicy?.distance ?? 0))
     }
 
     /// Images wait here until their shard is written: this copy's own folder (same file system as the shards).
@@ -193,20 +193,12 @@ public final class ShardSink: ImageSink {
         } else if configuration.deduplication.refusesSameBytes, !digests.insert(image.downloadDigest, value: key) {
             outcome = .duplicate(of: digests.value(for: image.downloadDigest) ?? "an earlier sample")
         } else if let hashes = configuration.deduplication.nearPolicy?.comparableHashes(of: image),
-                  let match = looks.withLock({ looks -> (key: String, distance: Int)? in
-                      var best: (key: String, distance: Int)?
-                      for bits in hashes {
-                          guard let found = looks.index.match(for: PerceptualHash(bits: bits, quality: 100)) else { continue }
-                          if best == nil || found.distance < best!.distance { best = (looks.keys[found.position], found.distance) }
-                      }
-                      if best != nil { return best }
-                      for bits in hashes {
-                          looks.index.insert(PerceptualHash(bits: bits, quality: 100))
-                          looks.keys.append(key)
-                      }
+                  let match = looks.withLock({ looks -> (payload: String, distance: Int)? in
+                      if let found = looks.match(for: hashes) { return found }
+                      looks.insert(hashes, key)
                       return nil
                   }) {
-            outcome = .nearDuplicate(of: match.key, distance: match.distance)
+            outcome = .nearDuplicate(of: match.payload, distance: match.distance)
         } else {
             state.withLock { $0.published += 1 }
             outcome = .saved(record)
