@@ -107,9 +107,9 @@ def main():
             if key is None or picture.get(file_of.get(key)) != picture[os.path.basename(row["url"])]:
                 wrong.append((os.path.basename(row["url"]), row["error"]))
         checks.check(not wrong, "every near_duplicate record names a sample of its own picture (no false merge)", f"{wrong[:5]}")
-        dropped_files = {os.path.basename(r["url"]) for r in dropped}
-        merged_hard = [(a, b) for a, b, _ in truth["hard_distinct"] if a in dropped_files or b in dropped_files]
-        checks.check(not merged_hard, f"none of the {len(truth['hard_distinct'])} hard pairs' files is dropped", f"{merged_hard[:5]}")
+        merged_hard = [(a, b) for a, b, _ in truth["hard_distinct"] if per_picture[picture[a]] == 0 or per_picture[picture[b]] == 0]
+        checks.check(not merged_hard, f"both pictures of each of the {len(truth['hard_distinct'])} hard pairs keep a sample of their own",
+                     f"{merged_hard[:5]}")
         checks.check(summary.get("nearDuplicates") == len(dropped) and summary.get("saved") == len(saved),
                      "--json counts nearDuplicates apart", f"{summary}")
         tars = sorted(os.path.join(out, n) for n in os.listdir(out) if n.endswith(".tar"))
