@@ -8,7 +8,9 @@
 //
 // Input: [flags] [size, 2 bytes] then the body. Flags: bits 0-1 the fit (keep-ratio, centre-crop, pad, none), bits 2-3
 // the output (JPEG, PNG, WebP; 3 keeps the served format), bit 4 only-if-bigger, bit 5 skips the validator (production
-// decodes only what verifies; the decoders are fuzzed past it too). Size: 1-512, so enlarging is reached.
+// decodes only what verifies; the decoders are fuzzed past it too), bit 6 computes the PDQ hash of `--dedup near`
+// (`pdq.c`: its own decode scale, the luma buffers checked against the limit, the trimmed centres) instead of the
+// transform. Size: 1-512, so enlarging is reached.
 //
 // Invariants checked besides "no trap, no memory error, no allocation past the memory limit": a success has an output
 // of positive size within the fit's box, and a failure says why. The memory limit (160 MB) is below libFuzzer's
@@ -41,6 +43,20 @@ public func fuzzCodecs(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
         .bmp: MIRROR_CODECS_BMP, .tiff: MIRROR_CODECS_TIFF, .heif: MIRROR_CODECS_HEIF, .avif: MIRROR_CODECS_AVIF,
     ]
     guard let input = codes[format] else { return 0 }
+    if bytes[0] & 0x40 != 0 {
+        var bytesNeeded = 0
+        var message = [CChar](repeating: 0, count: 256)
+        let estimated = mirror_codecs_pdq_estimate(body.bindMemory(to: UInt8.self).baseAddress, body.count, Int32(input.rawValue), &bytesNeeded, &message, message.count)
+        var hash = mirror_codecs_pdq()
+        let status = mirror_codecs_pdq_hash(body.bindMemory(to: UInt8.self).baseAddress, body.count, Int32(input.rawValue), memoryLimit, &hash)
+        if estimated == Int32(MIRROR_CODECS_OK.rawValue) { precondition(bytesNeeded > 0, "an estimate of nothing") }
+        if status == Int32(MIRROR_CODECS_OK.rawValue) {
+            precondition((0...100).contains(hash.quality) && hash.width > 0 && hash.height > 0, "a hash of \(hash.width)x\(hash.height), quality \(hash.quality)")
+        } else {
+            precondition(hash.message.0 != 0, "a failure without a reason")
+        }
+        return 0
+    }
     let outputs = [MIRROR_CODECS_JPEG, MIRROR_CODECS_PNG, MIRROR_CODECS_WEBP]
     let selector = Int(bytes[0] >> 2 & 3)
     let output = selector < 3 ? outputs[selector] : (format == .gif || format == .bmp ? MIRROR_CODECS_PNG : input)
