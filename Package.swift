@@ -138,7 +138,7 @@ let package = Package(
             ]
         ),
         .executableTarget(name: "mirror-bench-server", dependencies: ["MirrorTestSupport"]),  // serves a folder with latency for scripts/bench
-        .executableTarget(name: "mirror-bench-index", dependencies: ["MirrorImages", "MirrorStorage"]),  // times --dedup near's lookup at scale
+        .executableTarget(name: "mirror-bench-index", dependencies: ["MirrorCore", "MirrorImages", "MirrorStorage"]),  // times --dedup near's lookup at scale
         // Serves the APIEmulator on loopback for hand runs and scripts/demo; prints MIRROR_*_ENDPOINT and key variables.
         .executableTarget(name: "mirror-emulator", dependencies: ["MirrorTestSupport"]),
         .testTarget(name: "MirrorTransportTests", dependencies: ["MirrorBase", "MirrorTransport", "MirrorTestSupport"]),

@@ -219,15 +219,7 @@ public enum HostileImages {
             for x in 0..<width { raw.append(contentsOf: [UInt8(x * 3 & 0xFF), UInt8(y * 3 & 0xFF), 128]) }
         }
         let stream = TestImages.zlibStored(raw)
-        var png = Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])
-        var header = Data()
-        header.appendBigEndian(UInt32(width))
-        header.appendBigEndian(UInt32(height))
-        header.append(contentsOf: [8, 2, 0, 0, 0])
-        png.appendChunk("IHDR", header)
-        png.appendChunk("IDAT", stream.prefix(stream.count / 2))
-        png.appendChunk("IEND", Data())
-        return png
+        return TestImages.rgbPNG(width: width, height: height, idat: stream.prefix(stream.count / 2))
     }
 
     // MARK: WebP

@@ -20,13 +20,19 @@ public enum TestImages {
                 raw.append(UInt8(truncatingIfNeeded: state))
             }
         }
+        return rgbPNG(width: width, height: height, idat: zlibStored(raw))
+    }
+
+    /// A PNG of `width` × `height` 8-bit RGB pixels whose one IDAT chunk holds `idat` (a zlib stream of filtered rows,
+    /// or part of one).
+    static func rgbPNG(width: Int, height: Int, idat: Data) -> Data {
         var png = Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])
         var header = Data()
         header.appendBigEndian(UInt32(width))
         header.appendBigEndian(UInt32(height))
         header.append(contentsOf: [8, 2, 0, 0, 0]) // 8-bit, truecolour, deflate, no filter, no interlace
         png.appendChunk("IHDR", header)
-        png.appendChunk("IDAT", zlibStored(raw))
+        png.appendChunk("IDAT", idat)
         png.appendChunk("IEND", Data())
         return png
     }
@@ -98,15 +104,7 @@ public enum TestImages {
             raw.append(0)
             raw.append(contentsOf: rgb[(y * width * 3)..<((y + 1) * width * 3)])
         }
-        var png = Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])
-        var header = Data()
-        header.appendBigEndian(UInt32(width))
-        header.appendBigEndian(UInt32(height))
-        header.append(contentsOf: [8, 2, 0, 0, 0])
-        png.appendChunk("IHDR", header)
-        png.appendChunk("IDAT", zlibStored(raw))
-        png.appendChunk("IEND", Data())
-        return png
+        return rgbPNG(width: width, height: height, idat: zlibStored(raw))
     }
 
     /// A 24-bit bottom-up BMP of packed RGB pixels.

@@ -8,19 +8,9 @@
 // real hashes are not independent, so real buckets are less even than these (the index's cost per lookup grows with the
 // fullest probed buckets).
 import Foundation
+import MirrorCore
 import MirrorImages
 import MirrorStorage
-
-struct Generator: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 func residentBytes() -> Int {
     guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
@@ -33,7 +23,7 @@ func run() {
     let arguments = CommandLine.arguments
     let images = arguments.count > 1 ? Int(arguments[1]) ?? 1_000_000 : 1_000_000
     let lookups = arguments.count > 2 ? Int(arguments[2]) ?? 2_000 : 2_000
-    var random = Generator(state: 42)
+    var random = SeededRandom(seed: 42)
     func randomHash() -> SIMD4<UInt64> { SIMD4(random.next(), random.next(), random.next(), random.next()) }
     func flipped(_ bits: SIMD4<UInt64>, _ count: Int) -> SIMD4<UInt64> {
         var result = bits

@@ -118,7 +118,7 @@ struct PerceptualHashTests {
     @Test(arguments: [(10, 8), (23, 8), (31, 16), (40, 16), (31, 8), (60, 16)])
     func theIndexFindsWhatAScanFinds(distance: Int, segments: Int) {
         // Given 3,000 random hashes, and queries near some of them (0 to distance + 3 bits away) and far from all
-        var random = SeededGenerator(seed: UInt64(distance * 100 + segments))
+        var random = SeededRandom(seed: UInt64(distance * 100 + segments))
         var index = NearDuplicateIndex(distance: distance, segments: segments, scanLimit: 1_000)
         var stored: [SIMD4<UInt64>] = []
         for _ in 0..<3_000 {
@@ -220,17 +220,4 @@ struct PerceptualHashTests {
         }
     }
 
-}
-
-/// SplitMix64, for reproducible random hashes.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }
