@@ -246,29 +246,22 @@ public enum Deduplication: Sendable, Hashable {
 }
 
 /// The saved images' hashes of one output, by label (`""` for none), with the files they belong to: what a folder
-/// looks a new image up in. Hashes are kept aside until a run says how it compares them (``enable(_:)``).
+/// looks a new image up in. Empty, and adding nothing, until a run says how it compares them (``enable(_:)``): a run
+/// with `--dedup exact` keeps no hash in memory, however many its manifest holds.
 struct NearDuplicateFiles {
-    private var policy: NearDuplicatePolicy?
-    private var pending: [(label: String, hash: PerceptualHash, trimmed: [SIMD4<UInt64>], side: Int, file: String)] = []
+    private(set) var policy: NearDuplicatePolicy?
     /// Per label, every saved file's hashes.
     private var sets: [String: NearDuplicateSet<String>] = [:]
 
     /// Adds a saved file's hashes (its image `side` pixels on its shorter side as served).
     mutating func add(_ hash: PerceptualHash, trimmed: [SIMD4<UInt64>], side: Int, file: String, label: String) {
-        guard let policy else {
-            pending.append((label, hash, trimmed, side, file))
-            return
-        }
-        guard hash.isReliable, side >= policy.minimumSide else { return }
+        guard let policy, hash.isReliable, side >= policy.minimumSide else { return }
         sets[label, default: NearDuplicateSet(distance: policy.distance)].insert([hash.bits] + trimmed, file)
     }
 
-    /// Compares by `policy` from now on (the first call only).
+    /// Compares by `policy` from now on (the first call only; the caller then adds what is saved already).
     mutating func enable(_ policy: NearDuplicatePolicy) {
-        guard self.policy == nil else { return }
-        self.policy = policy
-        for entry in pending { add(entry.hash, trimmed: entry.trimmed, side: entry.side, file: entry.file, label: entry.label) }
-        pending = []
+        if self.policy == nil { self.policy = policy }
     }
 
     /// The saved file that looks like an image of `hashes` (the closest, under `label` or under any label), with their

@@ -150,9 +150,16 @@ public final class OutputFolder: Sendable {
         return state.withLock { $0.keys.value(for: fingerprint.key(for: .digest)) }
     }
 
-    /// Compares new images with the saved ones by `policy` (`--dedup near`); called before the first lookup.
+    /// Compares new images with the saved ones by `policy` (`--dedup near`); called before the first lookup. Reads the
+    /// saved images' hashes from the manifest then (a run with `--dedup exact` keeps none in memory).
     public func useNearDuplicates(_ policy: NearDuplicatePolicy) {
-        state.withLock { $0.near.enable(policy) }
+        guard state.withLock({ $0.near.policy == nil }) else { return }
+        let saved = records
+        state.withLock { state in
+            guard state.near.policy == nil else { return }
+            state.near.enable(policy)
+            for record in saved { Self.rememberLooks(of: record, in: &state) }
+        }
     }
 
     /// The saved file that looks like an image of PDQ hashes `hashes` (``NearDuplicatePolicy/comparableHashes(of:)``;
@@ -222,11 +229,13 @@ public final class OutputFolder: Sendable {
             state.keys.insert(Fingerprint(record.sha256).key(for: .labelledDigest), value: record.file)
         }
         state.keys.insert(Fingerprint(record.file.lowercased()).key(for: .name))
-        if let hash = record.perceptualHash {
-            state.near.add(
-                hash, trimmed: record.trimmedHashes, side: min(record.originalWidth, record.originalHeight), file: record.file, label: record.label ?? ""
-            )
-        }
+        rememberLooks(of: record, in: &state)
+    }
+
+    /// Adds a saved record's hashes to the near-duplicate lookup, when it compares by them.
+    private static func rememberLooks(of record: ManifestRecord, in state: inout State) {
+        guard state.near.policy != nil, let hash = record.perceptualHash else { return }
+        state.near.add(hash, trimmed: record.trimmedHashes, side: min(record.originalWidth, record.originalHeight), file: record.file, label: record.label ?? "")
     }
 
     private static func makeDirectory(_ url: URL) throws(FileError) {
