@@ -64,16 +64,52 @@ static void mc_pdq_box(const float *in, float *out, int length, size_t stride, i
 /// Each trim's share of a side taken off each border, for `trimmed` (MIRROR_CODECS_PDQ_TRIMS of them).
 static const double mc_pdq_trims[MIRROR_CODECS_PDQ_TRIMS] = {0.015, 0.03, 0.045};
 
+/// `mc_pdq_box` down every column of `width` x `height` samples at once, a row at a time (`sums` holds `width`): the
+/// same additions in the same order per column, so the same result, but reading the rows in order rather than
+/// striding down each column (a column at a time was 38 % of `mirror hash`'s samples, by `perf record`).
+static void mc_pdq_box_down(const float *in, float *out, int width, int height, int window, float *sums) {
+    int half = (window + 2) / 2;
+    int lead = half - 1, start = window - half + 1, middle = height - window, tail = half - 1;
+    size_t w = (size_t)width, left = 0, right = 0, at = 0;
+    int count = 0;
+    memset(sums, 0, w * sizeof(float));
+    for (int i = 0; i < lead; i++, right++) {
+        for (size_t x = 0; x < w; x++) sums[x] += in[right * w + x];
+        count++;
+    }
+    for (int i = 0; i < start; i++, right++, at++) {
+        count++;
+        for (size_t x = 0; x < w; x++) {
+            sums[x] += in[right * w + x];
+            out[at * w + x] = sums[x] / count;
+        }
+    }
+    for (int i = 0; i < middle; i++, left++, right++, at++) {
+        for (size_t x = 0; x < w; x++) {
+            sums[x] += in[right * w + x] - in[left * w + x];
+            out[at * w + x] = sums[x] / count;
+        }
+    }
+    for (int i = 0; i < tail; i++, left++, at++) {
+        count--;
+        for (size_t x = 0; x < w; x++) {
+            sums[x] -= in[left * w + x];
+            out[at * w + x] = sums[x] / count;
+        }
+    }
+}
+
 /// PDQ of `width` x `height` luma samples (0-255) in `luma`, rows `stride` samples apart: into `hash` (32 bytes, hex
-/// order), with its quality when `quality` is not NULL. `work` and `scratch` hold `width` x `height` samples each.
-static void mc_pdq_of_luma(const float *luma, size_t stride, float *work, float *scratch, int width, int height, unsigned char *hash,
-                           int *quality) {
+/// order), with its quality when `quality` is not NULL. `work` and `scratch` hold `width` x `height` samples each,
+/// `sums` `width`.
+static void mc_pdq_of_luma(const float *luma, size_t stride, float *work, float *scratch, float *sums, int width, int height,
+                           unsigned char *hash, int *quality) {
     pthread_once(&mc_pdq_dct_once, mc_pdq_make_dct);
     for (int y = 0; y < height; y++) memcpy(work + (size_t)y * width, luma + (size_t)y * stride, (size_t)width * sizeof(float));
     int across = mc_pdq_window(width), down = mc_pdq_window(height);
     for (int pass = 0; pass < 2; pass++) {
         for (int y = 0; y < height; y++) mc_pdq_box(work + (size_t)y * width, scratch + (size_t)y * width, width, 1, across);
-        for (int x = 0; x < width; x++) mc_pdq_box(scratch + x, work + x, height, (size_t)width, down);
+        mc_pdq_box_down(scratch, work, width, height, down, sums);
     }
     float samples[PDQ_SIDE][PDQ_SIDE];
     for (int i = 0; i < PDQ_SIDE; i++) {
@@ -127,12 +163,13 @@ static void mc_pdq_of_luma(const float *luma, size_t stride, float *work, float 
 }
 
 /// The whole image's hash and quality, then each trimmed centre's hash.
-static void mc_pdq_all(const float *luma, float *work, float *scratch, int width, int height, struct mirror_codecs_pdq *output) {
-    mc_pdq_of_luma(luma, (size_t)width, work, scratch, width, height, output->hash, &output->quality);
+static void mc_pdq_all(const float *luma, float *work, float *scratch, float *sums, int width, int height, struct mirror_codecs_pdq *output) {
+    mc_pdq_of_luma(luma, (size_t)width, work, scratch, sums, width, height, output->hash, &output->quality);
     for (int t = 0; t < MIRROR_CODECS_PDQ_TRIMS; t++) {
         int dx = (int)(width * mc_pdq_trims[t] + 0.5), dy = (int)(height * mc_pdq_trims[t] + 0.5);
         if (width - 2 * dx < 1 || height - 2 * dy < 1) dx = dy = 0;
-        mc_pdq_of_luma(luma + (size_t)dy * width + dx, (size_t)width, work, scratch, width - 2 * dx, height - 2 * dy, output->trimmed[t], NULL);
+        mc_pdq_of_luma(luma + (size_t)dy * width + dx, (size_t)width, work, scratch, sums, width - 2 * dx, height - 2 * dy, output->trimmed[t],
+                       NULL);
     }
 }
 
@@ -143,12 +180,12 @@ static int mc_pdq_of_pixels(const struct mc_pixels *pixels, int factor, size_t u
                             struct mc_error *error) {
     int width = pixels->width / factor, height = pixels->height / factor;
     if (width < 1 || height < 1) return mc_fail(error, MIRROR_CODECS_FAILED, "no pixels to hash");
-    size_t bytes = mc_mul(mc_image_bytes(width, height, 3), sizeof(float));
+    size_t bytes = mc_mul(mc_add(mc_image_bytes(width, height, 3), (size_t)width), sizeof(float));
     if (bytes == SIZE_MAX || (memory_limit && mc_add(used, bytes) > memory_limit))
         return mc_fail(error, MIRROR_CODECS_TOO_LARGE, "hashing it would take more memory than a decode may use");
     float *luma = malloc(bytes);
     if (!luma) return mc_fail(error, MIRROR_CODECS_FAILED, "out of memory for %d x %d samples", width, height);
-    float *work = luma + (size_t)width * height, *scratch = work + (size_t)width * height;
+    float *work = luma + (size_t)width * height, *scratch = work + (size_t)width * height, *sums = scratch + (size_t)width * height;
     int channels = pixels->channels;
     size_t stride = (size_t)pixels->width * channels;
     float area = (float)factor * factor;
@@ -163,7 +200,7 @@ static int mc_pdq_of_pixels(const struct mc_pixels *pixels, int factor, size_t u
             luma[(size_t)y * width + x] = sum / area;
         }
     }
-    mc_pdq_all(luma, work, scratch, width, height, output);
+    mc_pdq_all(luma, work, scratch, sums, width, height, output);
     output->width = width;
     output->height = height;
     free(luma);
