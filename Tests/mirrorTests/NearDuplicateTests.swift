@@ -38,6 +38,7 @@ struct NearDuplicateTests: EmulatedSearch {
         // Given Openverse results in groups of three: one picture at three sizes, as PNG, BMP and PNG
         let api = try emulator { $0.pictureVariants = 3 }
         defer { api.stop() }
+        api.drawPictures(provider: .openverse, query: "kittens", count: 80)
         let out = TemporaryFolder()
 
         // When mirror asks for 10 (its default is --dedup near)
@@ -84,6 +85,7 @@ struct NearDuplicateTests: EmulatedSearch {
         // Given the same results, and --dedup exact
         let api = try emulator { $0.pictureVariants = 3 }
         defer { api.stop() }
+        api.drawPictures(provider: .openverse, query: "kittens", count: 40)
         let out = TemporaryFolder()
         let run = try await MirrorBinary.run(
             ["kittens", "--provider", "openverse", "--count", "9", "--out", out.path, "--dedup", "exact", "--quiet", "--no-cache"], environment: environment(api)
@@ -102,6 +104,7 @@ struct NearDuplicateTests: EmulatedSearch {
         let api = try emulator { $0.pictureVariants = 3 }
         defer { api.stop() }
         let urls = (0..<24).map { api.image(provider: .openverse, query: "table", index: $0).url.absoluteString }
+        api.drawPictures(provider: .openverse, query: "table", count: 24)
         let folder = TemporaryFolder()
         let table = folder.url.appendingPathComponent("urls.txt")
         try urls.joined(separator: "\n").write(to: table, atomically: true, encoding: .utf8)

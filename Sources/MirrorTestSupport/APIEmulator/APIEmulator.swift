@@ -205,6 +205,13 @@ public final class APIEmulator: Sendable {
         imageRequestCount(path: EmulatorCore.imagePath(provider, id: id))
     }
 
+    /// Draws the first `count` results' pictures of a query now (with ``Settings/pictureVariants``), so that serving
+    /// them later is quick: under a sanitizer, drawing dozens of pictures while a client waits can outlast its stall
+    /// window.
+    public func drawPictures(provider: Provider, query: String, count: Int) {
+        for index in 0..<count { _ = core.body(image(provider: provider, query: query, index: index)) }
+    }
+
     /// Requests for each image path requested so far.
     public var imageRequests: [String: Int] {
         core.state.withLock { $0.imageRequests }
@@ -245,6 +252,8 @@ final class EmulatorCore: Sendable {
         var downloadNotifications: [String] = []
         var failedOnce: Set<String> = []
         var sha1: [UInt64: String] = [:]
+        /// Picture variants drawn already, by content seed (drawing one is far slower than a noise PNG).
+        var pictures: [UInt64: Data] = [:]
     }
 
     let baseURL: String
@@ -267,8 +276,10 @@ final class EmulatorCore: Sendable {
         if settings.pictureVariants > 1 {
             let group = index / settings.pictureVariants, variant = index % settings.pictureVariants
             let pictureSeed = EmulatedIDs.mix(0x5EED, UInt64(key), UInt64(group))
-            let baseWidth = 360 + Int(EmulatedIDs.splitmix(pictureSeed) % 280)
-            let aspect = 0.6 + Double(EmulatedIDs.splitmix(pictureSeed ^ 0xA5A5) % 800) / 1_000.0
+            // 256-384 px across, 0.75-1.25 as tall: the smallest variant (half size) keeps 96 px or more on its shorter
+            // side, over the 64 below which `--dedup near` never merges; small enough to draw quickly under sanitizers.
+            let baseWidth = 256 + Int(EmulatedIDs.splitmix(pictureSeed) % 128)
+            let aspect = 0.75 + Double(EmulatedIDs.splitmix(pictureSeed ^ 0xA5A5) % 500) / 1_000.0
             let scale = [1.0, 0.7, 0.5, 0.85, 0.6][variant % 5]
             let width = max(64, Int(Double(baseWidth) * scale)), height = max(64, Int(Double(baseWidth) * aspect * scale))
             let format: TestImages.PictureFormat = variant % 2 == 0 ? .png : .bmp
@@ -286,9 +297,18 @@ final class EmulatorCore: Sendable {
         )
     }
 
+    /// The image's bytes: a picture variant drawn once and kept, noise generated each time.
+    func body(_ image: EmulatedImage) -> Data {
+        guard image.picture != nil else { return image.data() }
+        if let drawn = state.withLock({ $0.pictures[image.contentSeed] }) { return drawn }
+        let data = image.data()
+        state.withLock { $0.pictures[image.contentSeed] = data }
+        return data
+    }
+
     func sha1(_ image: EmulatedImage) -> String {
         if let known = state.withLock({ $0.sha1[image.contentSeed] }) { return known }
-        let digest = SHA1.hex(image.data())
+        let digest = SHA1.hex(body(image))
         state.withLock { $0.sha1[image.contentSeed] = digest }
         return digest
     }
@@ -408,13 +428,13 @@ final class EmulatorCore: Sendable {
             case .htmlAsImage?:
                 response = .ok(TestImages.htmlErrorPage, contentType: "image/png")
             case .truncated?:
-                let data = image.data()
+                let data = body(image)
                 response = Response(headers: [("Content-Type", "image/png")], body: .truncated(data.prefix(data.count / 2), declaredLength: data.count))
             case .serverErrorOnce? where firstTime:
                 state.withLock { _ = $0.failedOnce.insert(path) }
                 response = .status(500, headers: [("Content-Type", "text/html")], body: Data("<html><body><h1>500 Internal Server Error</h1></body></html>\n".utf8))
             case .serverErrorOnce?, nil:
-                response = .ok(image.data(), contentType: "image/png")
+                response = .ok(body(image), contentType: "image/png")
                 response.headers.append(("Cache-Control", "max-age=86400"))
             }
         } else {
