@@ -70,7 +70,13 @@ public struct PerceptualHash: Sendable, Hashable, CustomStringConvertible {
     /// Bits that differ from `other` (0–256).
     @inlinable
     public func distance(to other: PerceptualHash) -> Int {
-        let difference = bits ^ other.bits
+        Self.distance(bits, other.bits)
+    }
+
+    /// Bits that differ between two hashes' 256 bits (0–256).
+    @inlinable
+    public static func distance(_ a: SIMD4<UInt64>, _ b: SIMD4<UInt64>) -> Int {
+        let difference = a ^ b
         return difference[0].nonzeroBitCount + difference[1].nonzeroBitCount + difference[2].nonzeroBitCount + difference[3].nonzeroBitCount
     }
 

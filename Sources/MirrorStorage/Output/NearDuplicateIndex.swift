@@ -47,13 +47,13 @@ public struct NearDuplicateIndex: Sendable {
 
     public var count: Int { hashes.count }
 
-    /// Adds a hash; returns its position.
+    /// Adds a hash's 256 bits; returns its position.
     @discardableResult
-    public mutating func insert(_ hash: PerceptualHash) -> Int {
+    public mutating func insert(_ bits: SIMD4<UInt64>) -> Int {
         let position = UInt32(hashes.count)
-        hashes.append(hash.bits)
+        hashes.append(bits)
         if !tables.isEmpty {
-            for segment in 0..<segments { tables[segment][value(of: hash.bits, segment: segment), default: []].append(position) }
+            for segment in 0..<segments { tables[segment][value(of: bits, segment: segment), default: []].append(position) }
         } else if hashes.count > scanLimit, flips <= 2 {
             tables = Array(repeating: [:], count: segments)
             for (at, bits) in hashes.enumerated() {
@@ -63,16 +63,13 @@ public struct NearDuplicateIndex: Sendable {
         return Int(position)
     }
 
-    /// The position of the closest hash within ``distance`` of `hash` (the earliest of equals), with its distance; nil
+    /// The position of the closest hash within ``distance`` of `bits` (the earliest of equals), with its distance; nil
     /// when none is.
-    public func match(for hash: PerceptualHash) -> (position: Int, distance: Int)? {
+    public func match(for bits: SIMD4<UInt64>) -> (position: Int, distance: Int)? {
         var best: (position: Int, distance: Int)?
-        let bits = hash.bits
         guard !tables.isEmpty else {
             for (position, other) in hashes.enumerated() {
-                let difference = other ^ bits
-                let found = difference[0].nonzeroBitCount + difference[1].nonzeroBitCount + difference[2].nonzeroBitCount
-                    + difference[3].nonzeroBitCount
+                let found = PerceptualHash.distance(other, bits)
                 if found <= distance, best == nil || found < best!.distance { best = (position, found) }
             }
             return best
@@ -82,9 +79,7 @@ public struct NearDuplicateIndex: Sendable {
             forEachVariant(of: key, flipping: flips) { probe in
                 guard let bucket = tables[segment][probe] else { return }
                 for position in bucket {
-                    let difference = hashes[Int(position)] ^ bits
-                    let found = difference[0].nonzeroBitCount + difference[1].nonzeroBitCount + difference[2].nonzeroBitCount
-                        + difference[3].nonzeroBitCount
+                    let found = PerceptualHash.distance(hashes[Int(position)], bits)
                     guard found <= distance else { continue }
                     if let current = best, current.distance < found || (current.distance == found && current.position <= Int(position)) { continue }
                     best = (Int(position), found)
@@ -151,25 +146,24 @@ public struct NearDuplicateSet<Payload: Sendable>: Sendable {
     /// Adds an image's hashes: its whole hash first, then its trimmed centres'.
     public mutating func insert(_ hashes: [SIMD4<UInt64>], _ payload: Payload) {
         guard let whole = hashes.first else { return }
-        wholes.insert(PerceptualHash(bits: whole, quality: 100))
+        wholes.insert(whole)
         wholePayloads.append(payload)
         for trim in hashes.dropFirst() {
-            trims.insert(PerceptualHash(bits: trim, quality: 100))
+            trims.insert(trim)
             trimPayloads.append(payload)
         }
     }
 
     /// The saved image closest to a new one of `hashes` (whole first), within the index's distance.
     public func match(for hashes: [SIMD4<UInt64>]) -> (payload: Payload, distance: Int)? {
-        guard let whole = hashes.first else { return nil }
         var best: (payload: Payload, distance: Int)?
         func consider(_ found: (position: Int, distance: Int)?, in payloads: [Payload]) {
             guard let found, best == nil || found.distance < best!.distance else { return }
             best = (payloads[found.position], found.distance)
         }
-        for bits in [whole] + hashes.dropFirst() {
-            consider(wholes.match(for: PerceptualHash(bits: bits, quality: 100)), in: wholePayloads)
-            consider(trims.match(for: PerceptualHash(bits: bits, quality: 100)), in: trimPayloads)
+        for bits in hashes {
+            consider(wholes.match(for: bits), in: wholePayloads)
+            consider(trims.match(for: bits), in: trimPayloads)
         }
         return best
     }
@@ -205,10 +199,7 @@ public struct NearDuplicatePolicy: Sendable, Hashable {
     public static func distance(_ hashes: [SIMD4<UInt64>], _ others: [SIMD4<UInt64>]) -> Int {
         var best = 256
         for a in hashes {
-            for b in others {
-                let difference = a ^ b
-                best = min(best, difference[0].nonzeroBitCount + difference[1].nonzeroBitCount + difference[2].nonzeroBitCount + difference[3].nonzeroBitCount)
-            }
+            for b in others { best = min(best, PerceptualHash.distance(a, b)) }
         }
         return best
     }
@@ -232,9 +223,6 @@ public enum Deduplication: Sendable, Hashable {
         default: return nil
         }
     }
-
-    /// The names `--dedup` takes.
-    public static let names = ["near", "exact", "none"]
 
     /// The policy near-duplicates are judged by, when they are.
     public var nearPolicy: NearDuplicatePolicy? {

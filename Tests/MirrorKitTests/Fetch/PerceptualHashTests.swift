@@ -124,7 +124,7 @@ struct PerceptualHashTests {
         for _ in 0..<3_000 {
             let bits = SIMD4<UInt64>(random.next(), random.next(), random.next(), random.next())
             stored.append(bits)
-            index.insert(PerceptualHash(bits: bits, quality: 100))
+            index.insert(bits)
         }
         var queries = (0..<300).map { at in neighbour(of: stored[at * 7], flips: at % (distance + 4), using: &random) }
         queries += (0..<100).map { _ in SIMD4<UInt64>(random.next(), random.next(), random.next(), random.next()) }
@@ -137,7 +137,7 @@ struct PerceptualHashTests {
                 let found = hash.distance(to: PerceptualHash(bits: bits, quality: 100))
                 if found <= distance, expected == nil || found < expected!.distance { expected = (position, found) }
             }
-            let answer = index.match(for: hash)
+            let answer = index.match(for: query)
             #expect(answer?.position == expected?.position && answer?.distance == expected?.distance)
         }
     }
