@@ -97,6 +97,10 @@ struct PerceptualHashTests {
         let jpeg = try #require(TestPixels.jpeg(width: 200, height: 150) { x, y in [UInt8(x), UInt8(y), 90] })
         #expect(throws: ImageTransform.Failure.self) { try PerceptualHasher.hash(jpeg.prefix(jpeg.count / 2), format: .jpeg) }
         #expect(throws: ImageTransform.Failure.self) { try PerceptualHasher.hash(Data([0xFF, 0xD8, 0xFF, 0xE0]) + Data(count: 64), format: .jpeg) }
+        // A PNG declaring 1,195,787,832 × 929,103,872 pixels (the fuzzer's): too large from its header, never an estimate
+        // of nothing (past SIZE_MAX the estimate once came back as OK, and -1 bytes to take from the budget)
+        let huge = Data(base64Encoded: "iVBORw0KGgoAgAANSUhEUkdJRjg3YQAA////AAj/P///////////AOZe264pxwAAACAAAABJaUNDUEVOYESuQmCC")!
+        #expect(throws: ImageTransform.Failure.self) { try PerceptualHasher.estimate(huge, format: .png) }
         // And the estimate is what the hash is checked against: a limit under it refuses
         let picture = TestImages.picture(width: 400, height: 300, seed: 1)
         let needed = try PerceptualHasher.estimate(picture, format: .png)
