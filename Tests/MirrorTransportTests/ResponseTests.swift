@@ -139,14 +139,17 @@ struct DestinationTests {
     }
 
     @Test func aSinkSeesEveryChunkAndCanRefuse() async throws {
-        final class CountingSink: TransferSink, @unchecked Sendable {
-            // Written only on the driver thread, read after the completion: the completion orders them.
-            var received = 0
-            var failAfter: Int?
+        final class CountingSink: TransferSink, Sendable {
+            // Written on the driver thread, read by the test: under a lock (ThreadSanitizer did not see the completion's
+            // ordering through libcurl, and once reported the read as a race).
+            private let count = Locked(0)
+            let failAfter: Int?
+            var received: Int { count.withLock { $0 } }
+            init(failAfter: Int? = nil) { self.failAfter = failAfter }
             struct Full: Error, CustomStringConvertible { var description: String { "disk full" } }
             func write(_ chunk: UnsafeRawBufferPointer) throws {
-                received += chunk.count
-                if let failAfter, received > failAfter { throw Full() }
+                let total = count.withLock { $0 += chunk.count; return $0 }
+                if let failAfter, total > failAfter { throw Full() }
             }
         }
         let server = try TestServer.start()
@@ -159,8 +162,7 @@ struct DestinationTests {
         #expect(ok.success?.bytesReceived == 200_000)
         #expect(sink.received == 200_000)
 
-        let refusing = CountingSink()
-        refusing.failAfter = 1000
+        let refusing = CountingSink(failAfter: 1000)
         let refused = await fetch(driver, TransferRequest(url: server.url("/bytes/200000"), destination: .sink(refusing)))
         #expect(refused.failure == .destinationFailed("disk full"))
     }
