@@ -7,8 +7,8 @@ import MirrorTransport
 /// Publishes verified images into an output folder in batches: no duplicate bytes, no clobbered
 /// names, never more than allowed, and crash-safe at every instant.
 ///
-/// Images arrive from many threads; one serial queue publishes whatever has accumulated, so batches grow by
-/// themselves under load. For each batch: fsync its files (a large batch with one `syncfs` of the folder's file
+/// Images arrive from many threads; one serial queue publishes whatever has accumulated within ``gatherWindow`` of a
+/// batch's first image (or ``fullBatch`` images), so batches grow with the load. For each batch: fsync its files (a large batch with one `syncfs` of the folder's file
 /// system, a small one file by file, in parallel on a small pool); drop
 /// duplicates (by SHA-256, against the folder and within the batch) and anything beyond the admission
 /// limit; pick a free name for each survivor; write the batch to the journal; link each file into place; fsync the folder;
@@ -96,16 +96,35 @@ public final class ImageCommitter: Sendable {
     /// Images published by this committer so far.
     public var admittedCount: Int { state.withLock { $0.admitted } }
 
-    /// Queues an image for publication; its completion runs on the commit queue.
+    /// Queues an image for publication; its completion runs on the commit queue, at most ``gatherWindow`` later than
+    /// it would at once (the time its batch waits for more images).
     public func commit(_ item: Item) {
-        let schedule = state.withLock { state -> Bool in
+        let flush = state.withLock { state -> Flush? in
             state.inFlight += 1
             state.pending.append(item)
-            defer { state.flushScheduled = true }
-            return !state.flushScheduled
+            if !state.flushScheduled {
+                state.flushScheduled = true
+                return .gathered
+            }
+            return state.pending.count == Self.fullBatch ? .now : nil
         }
-        if schedule { queue.async { self.flush() } }
+        switch flush {
+        case .gathered: queue.asyncAfter(deadline: .now() + Self.gatherWindow) { self.flush() }
+        case .now: queue.async { self.flush() }
+        case nil: break
+        }
     }
+
+    private enum Flush { case gathered, now }
+
+    /// How long the first image of a batch waits for others before the batch is published. Every batch costs the same
+    /// journal write, folder sync and manifest append however many images it holds, and from ``fileSystemSyncBatch``
+    /// images on one `syncfs` instead of an fsync each; published as soon as they came, batches held 3 to 4 images at
+    /// 16 downloads at once on loopback (measured: 528 batches for 2,000 images). The wait holds no download slot.
+    static let gatherWindow = DispatchTimeInterval.milliseconds(2)
+
+    /// A batch this large is published without waiting for the rest of ``gatherWindow``.
+    static let fullBatch = 64
 
     /// Returns when every queued image has been published or refused.
     public func drain() async {
