@@ -44,26 +44,34 @@ struct Mirror: AsyncParsableCommand {
             Glibc.exit(ExitStatus.configuration.rawValue)
         }
         arguments = Urls.normalizingRetryFailed(arguments)
-        if let hint = searchHint(for: arguments) {
-            printError(hint)
-            Glibc.exit(ExitStatus.usage.rawValue)
+        // Parsed once: the parser's reflection over every option is most of a short run's start.
+        var command: any ParsableCommand
+        do {
+            command = try parseAsRoot(arguments)
+        } catch {
+            if let hint = searchHint(for: arguments, problem: error) {
+                printError(hint)
+                Glibc.exit(ExitStatus.usage.rawValue)
+            }
+            exit(withError: error)
         }
-        await main(arguments)
+        do {
+            if var command = command as? any AsyncParsableCommand {
+                try await command.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            exit(withError: error)
+        }
     }
 
-    /// When the first word names a subcommand but the rest of the line is a search's (`mirror gallery --count 10 --out
-    /// x`, a search for the word "gallery"), the error and how to search for the word; nil when the line parses, or
-    /// would not parse as a search either (the parser's own message is the better one then).
-    static func searchHint(for arguments: [String]) -> String? {
+    /// When the first word names a subcommand but the line did not parse as one (`problem`) and would as a search
+    /// (`mirror gallery --count 10 --out x`, a search for the word "gallery"), the error and how to search for the
+    /// word; nil otherwise (the parser's own message is the better one then).
+    static func searchHint(for arguments: [String], problem: any Error) -> String? {
         guard let word = arguments.first, word != Search._commandName,
               configuration.subcommands.contains(where: { $0._commandName == word }) else { return nil }
-        let problem: any Error
-        do {
-            _ = try parseAsRoot(arguments)
-            return nil
-        } catch {
-            problem = error
-        }
         guard (try? Search.parse(arguments)) != nil else { return nil }
         let line = (["mirror", "search"] + arguments).map(shellQuoted).joined(separator: " ")
         var reason = message(for: problem).trimmingCharacters(in: .whitespacesAndNewlines)
