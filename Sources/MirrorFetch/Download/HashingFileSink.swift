@@ -27,12 +27,15 @@ final class HashingFileSink: TransferSink, @unchecked Sendable {
     /// The largest body kept whole in memory, at most. A manager with many transfers in flight
     /// keeps less per transfer (``memoryLimit(concurrency:)``).
     static let memoryLimit = 512 * 1024
-    /// What all the transfers of one manager keep in memory at most, together.
-    static let memoryBudget = 2 * 1024 * 1024
+    /// What all the transfers of one manager keep in memory at most, together. Measured (2,000 photos of 110 KB on
+    /// average from nginx on loopback, tmpfs, 11 interleaved runs): 8 MiB instead of 2 took 0.264 to 0.249 ms of CPU
+    /// per image at 16 at once (bodies no longer read back to be validated), the same at 64, for 5.5 to 6.5 MB more
+    /// peak RSS; 16 MiB gained nothing more and cost 10 to 18 MB.
+    static let memoryBudget = 8 * 1024 * 1024
 
     /// The in-memory limit per transfer for `concurrency` transfers: ``memoryBudget`` shared, between one block and
-    /// ``memoryLimit`` (16 at once: 128 KiB each; 32 or more: one 64 KiB block), so that peak memory does not grow with
-    /// the concurrency.
+    /// ``memoryLimit`` (16 at once: 512 KiB each; 64: 128 KiB; 128 or more: one 64 KiB block), so that peak memory does
+    /// not grow with the concurrency.
     static func memoryLimit(concurrency: Int) -> Int {
         let share = memoryBudget / max(1, concurrency)
         return min(memoryLimit, max(blockSize, share - share % blockSize))
