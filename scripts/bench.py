@@ -206,6 +206,19 @@ def generate_corpus(directory, count, seed=6):
     return index
 
 
+def corpus_photos(count, tool):
+    """The first `count` JPEG photos of the 5,000-image corpus under the bench folder (made if missing): the corpus's
+    folder, the folder nginx serves it from, and the photos' names. `tool` names the script in the error."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    www = os.path.join(os.environ.get("MIRROR_BENCH_DIR", os.path.join(root, ".build-bench")), "www")
+    corpus = os.path.join(www, f"corpus-v{CORPUS_VERSION}-5000")
+    index = generate_corpus(corpus, 5000)
+    photos = [name for name, _, _ in index["files"] if name.endswith(".jpg")][:count]
+    if len(photos) < count:
+        raise SystemExit(f"{tool}: the corpus has {len(photos)} JPEG photos, fewer than the {count} asked for")
+    return corpus, www, photos
+
+
 def generate_small_corpus(directory, count, seed=7):
     """`count` distinct tiny PNGs (about 3 KB) for the scaling run; cached."""
     index = cached_corpus(directory, lambda files: len(files) >= count)

@@ -51,14 +51,8 @@ def main():
     parser.add_argument("--output", help="write the results as JSON here too")
     args = parser.parse_args()
 
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    build = os.environ.get("MIRROR_BENCH_DIR", os.path.join(root, ".build-bench"))
-    www = os.path.join(build, "www")
-    corpus = os.path.join(www, f"corpus-v{bench.CORPUS_VERSION}-5000")
-    index = bench.generate_corpus(corpus, 5000)
-    photos = [name for name, _, _ in index["files"] if name.endswith(".jpg")][:args.images]
-    if len(photos) < args.images:
-        sys.exit(f"bench-bar: the corpus has {len(photos)} JPEG photos, fewer than --images {args.images}")
+    corpus, www, photos = bench.corpus_photos(args.images, "bench-bar")
+    build = os.path.dirname(www)
     scratch = os.path.join(build, "bar")
     shutil.rmtree(scratch, ignore_errors=True)
     os.makedirs(scratch)

@@ -234,13 +234,7 @@ def main():
     parser.add_argument("--output", help="write the results as JSON here too")
     args = parser.parse_args()
 
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    build = os.environ.get("MIRROR_BENCH_DIR", os.path.join(root, ".build-bench"))
-    corpus_dir = os.path.join(build, "www", f"corpus-v{bench.CORPUS_VERSION}-5000")
-    index = bench.generate_corpus(corpus_dir, 5000)
-    photos = [name for name, _, _ in index["files"] if name.endswith(".jpg")][:args.rows]
-    if len(photos) < args.rows:
-        raise SystemExit(f"bench-web: the corpus has {len(photos)} JPEGs, fewer than --rows {args.rows}")
+    corpus_dir, _, photos = bench.corpus_photos(args.rows, "bench-web")
     host_counts = [int(value) for value in args.hosts.split(",")]
     work = tempfile.mkdtemp(prefix="mirror-bench-web-", dir="/dev/shm")
     machine = Machine(work, max(host_counts), args.resolver)
