@@ -474,8 +474,9 @@ def measure(argv, env, stdout_path, stderr_path, timeout, cwd=None, watch=None):
 
     Peak RSS is the larger of the kernel's max RSS of the largest process in the tree (wait4) and the peak
     of the tree's summed RSS sampled every 20 ms (which counts multi-process tools; shared pages count twice).
-    Context switches = voluntary + involuntary (ru_nvcsw + ru_nivcsw) of the tree, taken like user and sys CPU:
-    from GNU time's rusage of the tool, else from wait4's.
+    User and sys CPU are wait4's of GNU time, which waited for the tool's tree (microseconds, with GNU time's own 1 ms
+    or so; GNU time's own report rounds to 10 ms, 0.005 ms an image over 2,000). Context switches = voluntary +
+    involuntary (ru_nvcsw + ru_nivcsw) of the tree, from GNU time's rusage of the tool, else from wait4's.
     `watch` is called every sample and may record events (time to first image).
     """
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
@@ -533,7 +534,7 @@ def measure(argv, env, stdout_path, stderr_path, timeout, cwd=None, watch=None):
     try:
         with open(time_path) as f:
             fields = f.read().strip().splitlines()[-1].split()
-        user, system, max_rss = float(fields[1]), float(fields[2]), int(fields[3]) * 1024
+        max_rss = int(fields[3]) * 1024
         switches = int(fields[4]) + int(fields[5])
     except (OSError, ValueError, IndexError):
         pass

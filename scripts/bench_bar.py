@@ -10,34 +10,20 @@ The first IMAGES JPEG photos of scripts/bench's corpus (110 KB on average, 21 KB
 concurrency, curl `--parallel` and each mirror binary run once, in an order that alternates between repetitions; mirror
 with its defaults (`mirror urls TABLE --out DIR --concurrency N --per-host N`; `--per-host` so that the one host is not
 held to mirror's default of 6 connections), curl `--parallel-max N --remote-name-all`. Output in a fresh folder on
-tmpfs (/dev/shm) unless `--out-dir` names another file system. CPU is user + sys of the tool's whole process tree
-(wait4 on GNU time, which forks it: microseconds, where GNU time's own report rounds to 10 ms), peak RSS GNU time's
-maximum resident set of the tool. The hash's cost is `openssl dgst -sha256` over the same files, one process, measured
-the same way. The bar is mirror's CPU per image at most 1.5 × (curl's + the hash's); the table prints the ratio.
+tmpfs (/dev/shm) unless `--out-dir` names another file system. CPU, peak RSS and the rest as scripts/bench measures
+them (`bench.measure`: CPU of the tool's whole tree from wait4, in microseconds). The hash's cost is `openssl dgst
+-sha256` over the same files, one process, measured the same way. The bar is mirror's CPU per image at most 1.5 ×
+(curl's + the hash's); the table prints the ratio.
 """
 import argparse
 import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench  # noqa: E402
-
-
-def run(argv, env, rss_path):
-    """Runs `argv` under GNU time; returns (CPU seconds of the tree, wall seconds, peak RSS bytes, exit code)."""
-    started = time.monotonic()
-    process = subprocess.Popen(["/usr/bin/time", "-f", "%M", "-o", rss_path, "--"] + argv, env=env,
-                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, status, usage = os.wait4(process.pid, 0)
-    wall = time.monotonic() - started
-    with open(rss_path) as f:
-        rss = int(f.read().split()[-1]) * 1024
-    return usage.ru_utime + usage.ru_stime, wall, rss, os.waitstatus_to_exitcode(status)
 
 
 def main():
@@ -59,7 +45,6 @@ def main():
     out_root = args.out_dir or "/dev/shm"
     out = os.path.join(out_root, f"mirror-bench-bar-{os.getpid()}")
     env = dict(os.environ, XDG_CACHE_HOME=os.path.join(out_root, f"mirror-bench-bar-cache-{os.getpid()}"))
-    rss_path = os.path.join(scratch, "rss")
 
     nginx = bench.Nginx(www, scratch, latency_ms=args.latency)
     results = {}
@@ -86,7 +71,9 @@ def main():
                         argv = ["curl", "--no-progress-meter", "--parallel", "--parallel-immediate", "--parallel-max",
                                 str(concurrency), "--fail", "--silent", "--remote-name-all", "--output-dir", out,
                                 "--config", curlrc]
-                    cpu, wall, rss, code = run(argv, env, rss_path)
+                    measured = bench.measure(argv, env, os.path.join(scratch, "out"), os.path.join(scratch, "err"), 900)
+                    cpu, wall, code = measured["user"] + measured["sys"], measured["wall"], measured["exit"]
+                    rss = max(measured["rss_max_process"], measured["rss_tree_sampled"])
                     saved = sum(1 for entry in os.scandir(out) if entry.name.endswith(".jpg"))
                     if code != 0 or saved != len(photos):
                         sys.exit(f"bench-bar: {name} at {concurrency} at once exited {code} with {saved} of "
@@ -101,8 +88,9 @@ def main():
             shutil.rmtree(folder, ignore_errors=True)
 
     files = [os.path.join(corpus, name) for name in photos]
-    hashes = [run(["openssl", "dgst", "-sha256"] + files, env, rss_path)[0] * 1000 / len(photos) for _ in range(3)]
-    sha = statistics.median(hashes)
+    hashes = [bench.measure(["openssl", "dgst", "-sha256"] + files, env, os.path.join(scratch, "out"), os.path.join(scratch, "err"), 900)
+              for _ in range(3)]
+    sha = statistics.median((run["user"] + run["sys"]) * 1000 / len(photos) for run in hashes)
 
     def median(rows, key):
         return statistics.median(row[key] for row in rows)

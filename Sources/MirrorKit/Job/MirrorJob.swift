@@ -30,7 +30,7 @@ public struct MirrorJob: Sendable {
     public func run(onEvent: @escaping @Sendable (Event) -> Void = { _ in }) async throws -> Summary {
         let started = ContinuousClock.now
         let providers = try makeProviders()
-        let folder = try OutputFolder(directory: configuration.directory)
+        let folder = try OutputFolder(directory: configuration.directory, nearDuplicates: configuration.deduplication.nearPolicy)
         defer { folder.releaseLock() }  // `--queries` opens the folder again for the next query, in this process
         let store = try StateStore(url: folder.stateDirectory.appendingPathComponent("state.sqlite"))
         try store.synchronizeImages(with: folder.records)

@@ -33,7 +33,7 @@ public struct URLListJob: Sendable {
         var failures: FailureMemory?
         switch configuration.format {
         case .folder:
-            let folder = try OutputFolder(directory: configuration.directory)
+            let folder = try OutputFolder(directory: configuration.directory, nearDuplicates: configuration.deduplication.nearPolicy)
             let memory = try FailureMemory(folder: folder, retry: configuration.retryFailed)
             failures = memory
             sink = try FolderSink(

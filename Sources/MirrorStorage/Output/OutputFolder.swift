@@ -64,11 +64,13 @@ public final class OutputFolder: Sendable {
         if lstat(link, &status) != 0 { symlink("manifest.jsonl", link) }
     }
 
-    /// Opens (creating it if needed) and locks an output folder, then reconciles it.
+    /// Opens (creating it if needed) and locks an output folder, then reconciles it. With `nearDuplicates`, the saved
+    /// images' hashes are kept from the manifest's one read for ``file(lookingLike:label:anyLabel:)``
+    /// (``useNearDuplicates(_:)`` would read it again).
     ///
     /// - Throws: `FolderLock.Held` when another run holds the folder; `FileError` when it cannot be
     ///   created or written (the path is a file, the folder is read-only, …).
-    public init(directory: URL) throws {
+    public init(directory: URL, nearDuplicates: NearDuplicatePolicy? = nil) throws {
         let directory = directory.standardizedFileURL
         self.directory = directory
         stateDirectory = directory.appendingPathComponent(".mirror", isDirectory: true)
@@ -103,6 +105,7 @@ public final class OutputFolder: Sendable {
         try? FileManager.default.removeItem(at: journalURL)
         reconciliation = repairs
         state.withLock { state in
+            if let nearDuplicates { state.near.enable(nearDuplicates) }
             for record in present { Self.remember(record, in: &state) }
         }
     }
@@ -150,8 +153,9 @@ public final class OutputFolder: Sendable {
         return state.withLock { $0.keys.value(for: fingerprint.key(for: .digest)) }
     }
 
-    /// Compares new images with the saved ones by `policy` (`--dedup near`); called before the first lookup. Reads the
-    /// saved images' hashes from the manifest then (a run with `--dedup exact` keeps none in memory).
+    /// Compares new images with the saved ones by `policy` (`--dedup near`); called before the first lookup. Unless the
+    /// folder was opened with a policy, reads the saved images' hashes from the manifest then (a run with `--dedup
+    /// exact` keeps none in memory).
     public func useNearDuplicates(_ policy: NearDuplicatePolicy) {
         guard state.withLock({ $0.near.policy == nil }) else { return }
         let saved = records
