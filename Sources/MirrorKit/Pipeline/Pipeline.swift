@@ -10,11 +10,12 @@ import MirrorTransport
 /// The one engine every job runs: candidates from a ``CandidateSource`` → admission → the download manager →
 /// verification → an ``ImageSink`` → progress events.
 ///
-/// - **Admission**, in one place: a candidate the sink already holds (by normalised URL) is reported as
-///   ``Event/alreadySaved(_:)``; one seen earlier in this run as ``Event/duplicate(_:of:)``; one that failed for good
-///   on an earlier run (``Configuration/skip``) is passed over; one whose reported size or type the
-///   ``Configuration/filter`` refuses is ``Event/filtered(_:_:)`` before any download. Duplicates by content are the
-///   sink's to find (it knows what it holds).
+/// - **Admission**, in one place: a candidate the sink already holds (a folder by normalised URL, shards by row) is
+///   reported as ``Event/alreadySaved(_:)``; one seen earlier in this run as ``Event/duplicate(_:of:)``, saved by now
+///   or not;
+///   one that failed for good on an earlier run (``Configuration/skip``) is passed over; one whose reported size or
+///   type the ``Configuration/filter`` refuses is ``Event/filtered(_:_:)`` before any download. Duplicates by
+///   content are the sink's to find (it knows what it holds).
 /// - **Exact count.** With a ``Configuration/target``, no more than the images still needed are in flight — plus,
 ///   once downloads of this run have been lost (failed, filtered, duplicate), one more for each loss, up to the
 ///   concurrency — so a clean run fetches exactly the difference and a lossy one replaces losses ahead of time;
@@ -260,12 +261,17 @@ extension Pipeline {
         /// Admission: whether `candidate` goes on to be downloaded; reports why not.
         func admit(_ candidate: Candidate, seen: inout SeenURLs) -> Bool {
             let key = CacheKey(url: candidate.url).normalizedURL
-            if sink.contains(normalizedURL: key, provenance: candidate.provenance) {
+            let mayRepeat = !source.yieldsDistinctURLs
+            // A sink that tells by URL holds this run's images too: a repeat of a URL admitted earlier in this run is
+            // a duplicate even once its image is saved (not "already saved" or a duplicate by how fast the first one
+            // went). URLs held before the run never join `seen`, so resuming a large table does not grow it.
+            if sink.contains(normalizedURL: key, provenance: candidate.provenance),
+               sink.containsTellsByRow || !(mayRepeat && seen.contains(key)) {
                 tally.withLock { $0.alreadySaved += 1 }
                 onEvent(.alreadySaved(candidate))
                 return false
             }
-            if !source.yieldsDistinctURLs, !seen.insert(key) {
+            if mayRepeat, !seen.insert(key) {
                 settle(candidate, as: .duplicate(of: nil))
                 onEvent(.duplicate(candidate, of: nil))
                 return false
@@ -465,6 +471,11 @@ struct SeenURLs {
 
     init(spillDirectory: URL?) {
         keys = SpillingKeys(spillingInto: spillDirectory, name: "seen")
+    }
+
+    /// Whether `key` was admitted earlier in this run.
+    func contains(_ key: String) -> Bool {
+        keys.contains(Fingerprint(key))
     }
 
     /// Adds `key`; returns whether it was new.

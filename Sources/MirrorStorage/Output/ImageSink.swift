@@ -125,6 +125,11 @@ public protocol ImageSink: Sendable {
     /// `normalizedURL` and whose source says `provenance`: the folder tells by URL, shards by the row's key.
     func contains(normalizedURL: String, provenance: ImageProvenance) -> Bool
 
+    /// Whether ``contains(normalizedURL:provenance:)`` tells by the row (shards: a row of a shard completed before),
+    /// not by the URL (a folder, which holds this run's images too, so that a URL it holds may be a repeat of this
+    /// run's). Default false.
+    var containsTellsByRow: Bool { get }
+
     /// Publishes a verified image under a name made from `stem` (the temporary file is the sink's from now on:
     /// published or removed), and calls `completion` with how it ended, once, on any thread (a callback, so that the
     /// image goes on from the thread that verified it, with no task in between).
@@ -151,6 +156,8 @@ public protocol ImageSink: Sendable {
 
 extension ImageSink {
     public func finish(sourceExhausted: Bool) async {}
+
+    public var containsTellsByRow: Bool { false }
 
     public var decodeJournal: DecodeJournal? { nil }
 

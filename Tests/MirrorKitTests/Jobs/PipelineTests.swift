@@ -67,6 +67,44 @@ struct PipelineTests {
         #expect(!loader.requests.withLock { $0.contains(Self.url(2)) })
     }
 
+    @Test func aURLRepeatedAfterItsImageIsSavedIsADuplicateNotAlreadySaved() async throws {
+        // Given a list with a URL twice, the second given only once the first one's image is published
+        let folder = TemporaryFolder()
+        let loader = StubLoader { url in .body(TestImages.png(width: 3, height: 3, seed: UInt64(url.hashValue & 0xFFFF))) }
+        let sink = MemorySink(directory: folder.url)
+        let source = ScriptedSource([Self.url(1), Self.url(1)]) { index in
+            if index == 1 { _ = await eventually(within: .seconds(50)) { sink.publishedCount == 1 } }
+        }
+
+        // When every candidate is run
+        let report = await Pipeline(configuration: Self.configuration(target: nil), loader: loader).run(from: source, into: sink)
+
+        // Then the repeat counts as a duplicate of this run, as it does while the first is in flight, and is not fetched
+        #expect(sink.publishedCount == 1)
+        #expect(report.tally.saved == 1)
+        #expect(report.tally.duplicates == 1)
+        #expect(report.tally.alreadySaved == 0)
+        #expect(loader.requests.withLock { $0.count } == 1)
+    }
+
+    @Test func aRowASinkHoldsByRowIsAlreadySavedThoughItsURLCameEarlierInTheRun() async throws {
+        // Given a sink that tells by row (as shards do: a row of a shard completed before) holding row 1, whose URL
+        // row 0 repeats
+        let folder = TemporaryFolder()
+        let loader = StubLoader { url in .body(TestImages.png(width: 3, height: 3, seed: UInt64(url.hashValue & 0xFFFF))) }
+        let sink = MemorySink(directory: folder.url, heldRows: ["1"])
+
+        // When both rows are run
+        let report = await Pipeline(configuration: Self.configuration(target: nil), loader: loader)
+            .run(from: ScriptedSource([Self.url(1), Self.url(1)]), into: sink)
+
+        // Then row 1 is already saved, and the sink is not told of it (a shard completed before stays as it is)
+        #expect(report.tally.saved == 1)
+        #expect(report.tally.alreadySaved == 1)
+        #expect(report.tally.duplicates == 0)
+        #expect(sink.settled.withLock { $0.isEmpty })
+    }
+
     @Test func cancellingTheTaskCancelsEveryDownload() async throws {
         // Given downloads that never answer
         let folder = TemporaryFolder()

@@ -20,13 +20,25 @@ final class ScriptedSource: CandidateSource {
     let asked = Locked(0)
     let notified = Locked<[URL]>([])
 
-    init(_ urls: [URL], failingAtEndWith failure: (any Error & Sendable)? = nil) {
-        candidates = Locked(urls.map { Candidate(url: $0, stem: $0.deletingPathExtension().lastPathComponent) })
+    /// Awaited before each candidate is given, with the candidate's index (to hold one back until something happened).
+    private let gate: (@Sendable (Int) async -> Void)?
+
+    init(_ urls: [URL], failingAtEndWith failure: (any Error & Sendable)? = nil, gate: (@Sendable (Int) async -> Void)? = nil) {
+        candidates = Locked(urls.enumerated().map { row, url in
+            var provenance = ImageProvenance()
+            provenance.key = String(row)
+            return Candidate(url: url, stem: url.deletingPathExtension().lastPathComponent, provenance: provenance)
+        })
         self.failure = failure
+        self.gate = gate
     }
 
     func next() async throws -> SourceItem? {
-        asked.withLock { $0 += 1 }
+        let index = asked.withLock { count -> Int in
+            defer { count += 1 }
+            return count
+        }
+        await gate?(index)
         if let next = candidates.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) { return .candidate(next) }
         if let failure { throw failure }
         return nil
@@ -123,16 +135,22 @@ final class MemorySink: ImageSink {
     private let failing: Bool
     let held = Locked<[String: Data]>([:])  // sha256 → bytes
     let urls = Locked<Set<String>>([])
+    /// Rows (provenance keys) held before the run, for a sink that tells by row as shards do; `nil` tells by URL.
+    private let heldRows: Set<String>?
 
-    init(directory: URL, limit: Int? = nil, preloaded: [URL] = [], failing: Bool = false) {
+    init(directory: URL, limit: Int? = nil, preloaded: [URL] = [], heldRows: Set<String>? = nil, failing: Bool = false) {
         stagingDirectory = directory
         self.limit = limit
         self.failing = failing
+        self.heldRows = heldRows
         urls.withLock { $0 = Set(preloaded.map { CacheKey(url: $0).normalizedURL }) }
     }
 
+    var containsTellsByRow: Bool { heldRows != nil }
+
     func contains(normalizedURL: String, provenance: ImageProvenance) -> Bool {
-        urls.withLock { $0.contains(normalizedURL) }
+        if let heldRows { return provenance.key.map(heldRows.contains) ?? false }
+        return urls.withLock { $0.contains(normalizedURL) }
     }
 
     func publish(_ image: VerifiedImage, stem: String, provenance: ImageProvenance, completion: @escaping @Sendable (PublishOutcome) -> Void) {

@@ -171,6 +171,8 @@ public final class ShardSink: ImageSink {
         state.withLock { $0.tallies.values.reduce(into: Tally()) { $0 += $1 } }
     }
 
+    public var containsTellsByRow: Bool { true }
+
     public func contains(normalizedURL: String, provenance: ImageProvenance) -> Bool {
         guard let position = Self.position(of: provenance) else { return false }
         let index = position / configuration.shardSize
