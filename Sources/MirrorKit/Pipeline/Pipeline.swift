@@ -12,9 +12,8 @@ import MirrorTransport
 ///
 /// - **Admission**, in one place: a candidate the sink already holds (a folder by normalised URL, shards by row) is
 ///   reported as ``Event/alreadySaved(_:)``; one seen earlier in this run as ``Event/duplicate(_:of:)``, saved by now
-///   or not;
-///   one that failed for good on an earlier run (``Configuration/skip``) is passed over; one whose reported size or
-///   type the ``Configuration/filter`` refuses is ``Event/filtered(_:_:)`` before any download. Duplicates by
+///   or not; one that failed for good on an earlier run (``Configuration/skip``) is passed over; one whose reported
+///   size or type the ``Configuration/filter`` refuses is ``Event/filtered(_:_:)`` before any download. Duplicates by
 ///   content are the sink's to find (it knows what it holds).
 /// - **Exact count.** With a ``Configuration/target``, no more than the images still needed are in flight — plus,
 ///   once downloads of this run have been lost (failed, filtered, duplicate), one more for each loss, up to the
@@ -266,7 +265,7 @@ extension Pipeline {
             // a duplicate even once its image is saved (not "already saved" or a duplicate by how fast the first one
             // went). URLs held before the run never join `seen`, so resuming a large table does not grow it.
             if sink.contains(normalizedURL: key, provenance: candidate.provenance),
-               sink.containsTellsByRow || !(mayRepeat && seen.contains(key)) {
+               sink.containsTellsByRow || !mayRepeat || !seen.contains(key) {
                 tally.withLock { $0.alreadySaved += 1 }
                 onEvent(.alreadySaved(candidate))
                 return false

@@ -9,11 +9,12 @@ import MirrorTransport
 ///
 /// Images arrive from many threads; one serial queue publishes whatever has accumulated within ``gatherWindow`` of a
 /// batch's first image (or ``fullBatch`` images), so batches grow with the load. For each batch: fsync its files (a
-/// large batch with one `syncfs` of the folder's file system, a small one file by file, in parallel on a small pool); drop
-/// duplicates (by SHA-256, against the folder and within the batch) and anything beyond the admission
-/// limit; pick a free name for each survivor; write the batch to the journal; link each file into place; fsync the folder;
-/// record the batch in the state database in one transaction; append the manifest lines; clear the journal. A kill before the links leaves only temporary files
-/// (deleted next run); a kill after leaves files the journal names (verified and adopted next run).
+/// large batch with one `syncfs` of the folder's file system, a small one file by file, in parallel on a small pool);
+/// drop duplicates (by SHA-256, against the folder and within the batch) and anything beyond the admission limit; pick
+/// a free name for each survivor; write the batch to the journal; link each file into place; fsync the folder; record
+/// the batch in the state database in one transaction; append the manifest lines; clear the journal. A kill before the
+/// links leaves only temporary files (deleted next run); a kill after leaves files the journal names (verified and
+/// adopted next run).
 public final class ImageCommitter: Sendable {
     /// How one image's publication ended.
     public typealias Outcome = PublishOutcome

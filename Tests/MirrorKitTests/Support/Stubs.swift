@@ -13,7 +13,8 @@ import Testing
 
 // The stubs behind the seams, shared by every suite: a scripted source, a stub transport and an in-memory sink.
 
-/// A scripted ``CandidateSource``: the candidates given, then nil (or a thrown error).
+/// A scripted ``CandidateSource``: the candidates given (each with its position as its row key), then nil (or a thrown
+/// error).
 final class ScriptedSource: CandidateSource {
     private let candidates: Locked<[Candidate]>
     private let failure: (any Error & Sendable)?
