@@ -92,6 +92,24 @@ struct ByteView {
         return true
     }
 
+    /// Whether the bytes at `offset` equal `bytes`, ASCII letters compared without case.
+    func matchesIgnoringCase(_ bytes: [UInt8], at offset: Int) -> Bool {
+        guard contains(bytes.count, at: offset) else { return false }
+        for (index, expected) in bytes.enumerated() {
+            let actual = buffer[offset + index]
+            guard actual == expected || (actual | 0x20 == expected | 0x20 && (0x61...0x7A).contains(actual | 0x20)) else {
+                return false
+            }
+        }
+        return true
+    }
+
+    /// Whether the `count` bytes at `first` equal the `count` bytes at `second`.
+    func bytesEqual(_ first: Int, _ second: Int, count: Int) -> Bool {
+        guard contains(count, at: first), contains(count, at: second), let base = buffer.baseAddress else { return false }
+        return memcmp(base + first, base + second, count) == 0
+    }
+
     /// Whether every byte from `offset` to the end is padding some servers and tools append after an
     /// image's end marker: NUL, space, tab, CR or LF. True when `offset` is at or past the end.
     func isPadding(from offset: Int) -> Bool {
@@ -110,6 +128,37 @@ struct ByteView {
         guard offset >= 0, offset < buffer.count, let base = buffer.baseAddress else { return nil }
         guard let found = memchr(base + offset, Int32(byte), buffer.count - offset) else { return nil }
         return UnsafeRawPointer(found) - base
+    }
+
+    /// The index of the first `byte` in `range` (clamped to the buffer), or `nil`; `memchr` bounded to the range, so
+    /// a search inside one box or packet never reads, or costs, past it.
+    func firstIndex(of byte: UInt8, in range: Range<Int>) -> Int? {
+        let lower = max(range.lowerBound, 0)
+        let upper = min(range.upperBound, buffer.count)
+        guard lower < upper, let base = buffer.baseAddress else { return nil }
+        guard let found = memchr(base + lower, Int32(byte), upper - lower) else { return nil }
+        return UnsafeRawPointer(found) - base
+    }
+
+    /// Whether `needle` occurs in `range` (clamped to the buffer).
+    ///
+    /// glibc's `memmem` is not visible to Swift (it is a GNU extension its module map leaves out), so this is
+    /// `memchr` for the needle's last upper-case letter — rarer in XML than its lower-case ones — and a comparison
+    /// around each hit: linear in the range, with at most one comparison of the needle per byte.
+    func contains(_ needle: StaticString, in range: Range<Int>) -> Bool {
+        let length = needle.utf8CodeUnitCount
+        let lower = max(range.lowerBound, 0)
+        let upper = min(range.upperBound, buffer.count)
+        guard length > 0, upper - lower >= length else { return false }
+        let needleBytes = UnsafeBufferPointer(start: needle.utf8Start, count: length)
+        let anchor = needleBytes.lastIndex { (0x41...0x5A).contains($0) } ?? 0
+        var from = lower + anchor
+        while let hit = firstIndex(of: needleBytes[anchor], in: from..<upper - (length - 1 - anchor)) {
+            let start = hit - anchor
+            if matches(needle, at: start) { return true }
+            from = hit + 1
+        }
+        return false
     }
 
     /// Lowercase, space-separated hex of up to `limit` bytes from the start, for messages.
