@@ -23,14 +23,22 @@ public struct ImageInfo: Sendable, Equatable {
     /// than one frame, a WebP with the `VP8X` animation flag, or an AVIF/HEIF whose major brand is a sequence
     /// brand (`avis`, `msf1`, `hevc`, `hevx`).
     public var isAnimated: Bool
+    /// What the image's own metadata says about data mining and how it was made, when the validator was asked
+    /// (``ImageValidator/readsMarks``) and the image has an XMP packet or a C2PA manifest store; otherwise `nil`.
+    /// Part of equality: two descriptions of one image, one with its marks read and one without, differ.
+    public var marks: ImageMarks?
 
     /// Creates an image description; ``ImageValidator`` is the usual source of these.
-    public init(format: ImageFormat, width: Int, height: Int, frameCount: Int? = 1, isAnimated: Bool = false) {
+    public init(
+        format: ImageFormat, width: Int, height: Int, frameCount: Int? = 1, isAnimated: Bool = false,
+        marks: ImageMarks? = nil
+    ) {
         self.format = format
         self.width = width
         self.height = height
         self.frameCount = frameCount
         self.isAnimated = isAnimated
+        self.marks = marks
     }
 
     /// `width × height`, saturating at `Int.max` rather than trapping.

@@ -9,6 +9,10 @@ import Foundation
 /// pixel data, TIFF strips and tiles, and AVIF/HEIF boxes and item extents. Bodies that are not images are
 /// described too — empty, an HTML page, JSON or XML text — so a CLI can say why a download was refused.
 ///
+/// With ``readsMarks`` set, the same walk notes where the image's metadata payloads lie (JPEG APP1/APP11, PNG
+/// `iTXt`/`caBX`, WebP `XMP `/`C2PA`, GIF application extensions) and reads them into ``ImageInfo/marks`` before
+/// returning (see ``ImageMarks``). A mark never changes whether an image is valid: one that cannot be read is a note.
+///
 /// The cost is linear in the number of segments, chunks or blocks (JPEG entropy-coded data is searched
 /// with `memchr`), with no allocation per byte or per block; all reads are bounds-checked, so hostile input
 /// can only produce an ``ImageRejection``, never a trap. The validator is a plain value: copy it freely and
@@ -33,11 +37,22 @@ public struct ImageValidator: Sendable {
     /// ``ImageRejection/tooManyPixels(width:height:limit:)``. Defaults to ``defaultPixelLimit``.
     public var pixelLimit: Int
 
+    /// Whether ``validate(_:)`` also reads the image's data-mining and provenance marks into ``ImageInfo/marks``
+    /// (XMP and C2PA; ``ImageMarks`` says what and where). Defaults to false: no payload is noted and the walk costs
+    /// what it did. When true, an image without metadata still costs nothing more (no search, no allocation); an XMP
+    /// packet costs a byte search, and an XML parse only when it names a wanted property; a C2PA store is read
+    /// whenever present. BMP, TIFF, AVIF and HEIF are validated without marks (`marks` stays nil): their XMP and
+    /// C2PA boxes are not read.
+    public var readsMarks: Bool
+
     /// Creates a validator.
     ///
-    /// - Parameter pixelLimit: The most pixels an image may declare; defaults to 178,956,970.
-    public init(pixelLimit: Int = ImageValidator.defaultPixelLimit) {
+    /// - Parameters:
+    ///   - pixelLimit: The most pixels an image may declare; defaults to 178,956,970.
+    ///   - readsMarks: Whether to read the image's XMP and C2PA marks too; defaults to false.
+    public init(pixelLimit: Int = ImageValidator.defaultPixelLimit, readsMarks: Bool = false) {
         self.pixelLimit = pixelLimit
+        self.readsMarks = readsMarks
     }
 
     /// Validates a complete body.
@@ -54,7 +69,7 @@ public struct ImageValidator: Sendable {
 
     /// Validates bytes in memory the caller owns, such as a fuzzer's input.
     ///
-    /// - Parameter bytes: The whole body; only read during the call.
+    /// - Parameter bytes: The whole body; only read during the call (its marks too are read before it returns).
     /// - Returns: The image's format, dimensions and, where cheap, frame count.
     /// - Throws: ``ImageRejection`` saying why the bytes are not a complete image within the pixel limit.
     public func validate(bytes: UnsafeRawBufferPointer) throws(ImageRejection) -> ImageInfo {
@@ -62,15 +77,22 @@ public struct ImageValidator: Sendable {
         guard let format = Sniffing.format(of: view) else {
             throw Sniffing.rejection(forNonImage: view)
         }
+        var payloads = MarkPayloads(collecting: readsMarks)
+        var info: ImageInfo
         switch format {
-        case .jpeg: return try JPEGParser.parse(view, pixelLimit: pixelLimit)
-        case .png: return try PNGParser.parse(view, pixelLimit: pixelLimit)
-        case .gif: return try GIFParser.parse(view, pixelLimit: pixelLimit)
-        case .webp: return try WebPParser.parse(view, pixelLimit: pixelLimit)
+        case .jpeg: info = try JPEGParser.parse(view, pixelLimit: pixelLimit, payloads: &payloads)
+        case .png: info = try PNGParser.parse(view, pixelLimit: pixelLimit, payloads: &payloads)
+        case .gif: info = try GIFParser.parse(view, pixelLimit: pixelLimit, payloads: &payloads)
+        case .webp: info = try WebPParser.parse(view, pixelLimit: pixelLimit, payloads: &payloads)
         case .bmp: return try BMPParser.parse(view, pixelLimit: pixelLimit)
         case .tiff: return try TIFFParser.parse(view, pixelLimit: pixelLimit)
         case .avif, .heif: return try ISOBMFFParser.parse(view, format: format, pixelLimit: pixelLimit)
         }
+        // Only once the image is known valid: a rejected body's metadata is never read.
+        if readsMarks {
+            info.marks = MarkReader.read(payloads, in: view)
+        }
+        return info
     }
 
     /// Validates a file on disk, memory-mapping it so a large file is not copied into memory.

@@ -64,6 +64,26 @@ struct CBORTests {
         #expect(map["Amt"] == .negative(1))
     }
 
+    @Test("a real training-mining assertion from c2pa-rs")
+    func trainingMining() throws {
+        // Given the CBOR box c2pa-python 0.38.1 wrote for cawg.training-mining (one constrained entry), found after
+        // its label in the sample
+        let data = try ConsentSample.named("c2pa-cawg-genai-training-constrained.jpg").data()
+        let label = try #require(data.offset(of: Array("cawg.training-mining".utf8)))
+        let type = try #require(data.offset(of: Array("cbor".utf8), from: label))
+        let length = Int(data.u32be(type - 4))
+        let content = [UInt8](data[type + 4..<type - 4 + length])
+
+        // When it is decoded
+        let value = try decode(content)
+
+        // Then the entry's use and constraint are where the specification puts them
+        let entry = try #require(value["entries"]?["cawg.ai_generative_training"])
+        #expect(entry["use"]?.text == "constrained")
+        #expect(entry["constraint_info"]?.text == "Licence required: https://example.com/licence")
+        #expect(value["entries"]?.entries?.count == 1)
+    }
+
     @Test("lengths are checked against the bytes left before anything is allocated")
     func hostileLengths() {
         // A map claiming 2^32 entries, an array claiming 2^64-1 items, a text of 2^31 bytes, each with nothing after

@@ -5,8 +5,14 @@
 /// file is complete when the walk reaches the `3B` trailer after at least one image; only padding (NUL,
 /// space, tab, CR, LF) may follow; the first frame must hold some image data. A 0×0 logical screen, which some encoders write, takes the size of the
 /// first image descriptor instead, as browsers do.
+///
+/// When `payloads` collects, the application extensions identified `XMP DataXMP` (XMP's GIF embedding: the packet raw
+/// across the sub-blocks, then a magic trailer) and `C2PA_GIF` (C2PA's: a manifest store in ordinary sub-blocks) are
+/// noted as the walk passes them.
 enum GIFParser {
-    static func parse(_ bytes: ByteView, pixelLimit: Int) throws(ImageRejection) -> ImageInfo {
+    static func parse(
+        _ bytes: ByteView, pixelLimit: Int, payloads: inout MarkPayloads
+    ) throws(ImageRejection) -> ImageInfo {
         guard let screenWidth = bytes.u16le(6), let screenHeight = bytes.u16le(8), let packed = bytes.u8(10),
               bytes.contains(13, at: 0)
         else {
@@ -39,8 +45,17 @@ enum GIFParser {
                                  frameCount: frameCount, isAnimated: frameCount > 1)
 
             case 0x21:  // extension: label, then sub-blocks
-                guard bytes.u8(offset + 1) != nil else { throw .truncated(.gif, "extension cut off") }
-                offset = try skipSubBlocks(bytes, from: offset + 2)
+                guard let label = bytes.u8(offset + 1) else { throw .truncated(.gif, "extension cut off") }
+                let end = try skipSubBlocks(bytes, from: offset + 2)
+                // An application extension's first sub-block is its 11-byte identifier and authentication code.
+                if payloads.isCollecting, label == 0xFF, bytes.u8(offset + 2) == 11, offset + 14 <= end {
+                    if bytes.matches("XMP DataXMP", at: offset + 3) {
+                        payloads.add(.gifXMP, offset + 14..<end)
+                    } else if bytes.matches("C2PA_GIF", at: offset + 3) {
+                        payloads.add(.gifC2PA, offset + 14..<end)
+                    }
+                }
+                offset = end
 
             case 0x2C:  // image descriptor
                 guard bytes.contains(10, at: offset),

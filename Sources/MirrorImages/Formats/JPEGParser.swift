@@ -10,8 +10,14 @@
 /// CR, LF) or a second JPEG (the appended images of MPF, used by cameras for previews and by phones for
 /// depth and gain maps) may follow. Anything else after EOI is rejected as malformed, so a JPEG with an
 /// HTML page glued to its end never passes.
+///
+/// When `payloads` collects, the APP1 segments holding XMP (`http://ns.adobe.com/xap/1.0/\0`) and extended XMP
+/// (`http://ns.adobe.com/xmp/extension/\0`) and the APP11 segments holding JUMBF (`JP`) are noted as the walk passes
+/// them; only the first image's, up to its EOI (an appended MPF image's metadata is its own).
 enum JPEGParser {
-    static func parse(_ bytes: ByteView, pixelLimit: Int) throws(ImageRejection) -> ImageInfo {
+    static func parse(
+        _ bytes: ByteView, pixelLimit: Int, payloads: inout MarkPayloads
+    ) throws(ImageRejection) -> ImageInfo {
         var width = 0
         var height = 0
         var sawFrame = false
@@ -59,6 +65,9 @@ enum JPEGParser {
                 throw .truncated(.jpeg, "segment \(markerName(marker)) needs \(length) bytes, \(bytes.remaining(from: offset)) left")
             }
             let segmentEnd = offset + length
+            if payloads.isCollecting, marker == 0xE1 || marker == 0xEB {
+                notePayload(bytes, marker: marker, data: offset + 2..<segmentEnd, in: &payloads)
+            }
 
             if isStartOfFrame(marker), !sawFrame {
                 guard length >= 8, let h = bytes.u16be(offset + 3), let w = bytes.u16be(offset + 5) else {
@@ -75,6 +84,18 @@ enum JPEGParser {
                 continue
             }
             offset = segmentEnd
+        }
+    }
+
+    /// Notes an APP1 or APP11 segment's data when it holds XMP, extended XMP or JUMBF; other uses of the markers
+    /// (EXIF, other APP11 payloads) are passed over.
+    private static func notePayload(_ bytes: ByteView, marker: UInt8, data: Range<Int>, in payloads: inout MarkPayloads) {
+        if marker == 0xEB {
+            if bytes.matches("JP", at: data.lowerBound) { payloads.add(.app11, data) }
+        } else if bytes.matches("http://ns.adobe.com/xap/1.0/\0", at: data.lowerBound) {
+            payloads.add(.xmp(.jpegAPP1), data.lowerBound + 29..<data.upperBound)
+        } else if bytes.matches("http://ns.adobe.com/xmp/extension/\0", at: data.lowerBound) {
+            payloads.add(.extendedXMP, data.lowerBound + 35..<data.upperBound)
         }
     }
 

@@ -5,13 +5,20 @@
 /// fits; at least one `IDAT` must come before it. After IEND only padding (NUL, space, tab, CR, LF) may
 /// follow. CRCs are not verified: truncation, not bit rot, is what downloads suffer from, and a CRC pass
 /// would read every byte. An `acTL` chunk (APNG) supplies the frame count.
+///
+/// When `payloads` collects, an `iTXt` chunk with keyword `XML:com.adobe.xmp` (its text; a compressed one is noted as
+/// such) and a `caBX` chunk (a C2PA manifest store) are noted as the walk passes them.
 enum PNGParser {
     private static let ihdr = fourCC("IHDR")
     private static let idat = fourCC("IDAT")
     private static let iend = fourCC("IEND")
     private static let actl = fourCC("acTL")
+    private static let itxt = fourCC("iTXt")
+    private static let cabx = fourCC("caBX")
 
-    static func parse(_ bytes: ByteView, pixelLimit: Int) throws(ImageRejection) -> ImageInfo {
+    static func parse(
+        _ bytes: ByteView, pixelLimit: Int, payloads: inout MarkPayloads
+    ) throws(ImageRejection) -> ImageInfo {
         guard let ihdrLength = bytes.u32be(8), let firstType = bytes.u32be(12) else {
             throw .truncated(.png, "IHDR chunk cut off")
         }
@@ -72,11 +79,30 @@ enum PNGParser {
                                  frameCount: frameCount, isAnimated: frameCount > 1)
             case ihdr:
                 throw .malformed(.png, "second IHDR chunk at offset \(offset)")
+            case itxt where payloads.isCollecting:
+                noteXMP(bytes, data: offset + 8..<offset + 8 + length, in: &payloads)
+            case cabx where payloads.isCollecting:
+                payloads.add(.manifestStore(.pngCaBX), offset + 8..<offset + 8 + length)
             default:
                 break
             }
             offset += 12 + length
         }
+    }
+
+    /// Notes an `iTXt` chunk's text when its keyword is `XML:com.adobe.xmp`: keyword, NUL, compression flag and
+    /// method, a NUL-terminated language tag and translated keyword, then the text (PNG 3rd ed., 11.3.3.4).
+    private static func noteXMP(_ bytes: ByteView, data: Range<Int>, in payloads: inout MarkPayloads) {
+        guard bytes.matches("XML:com.adobe.xmp\0", at: data.lowerBound) else { return }
+        let flags = data.lowerBound + 18
+        guard let compressed = bytes.u8(flags), flags + 2 <= data.upperBound,
+              let languageEnd = bytes.firstIndex(of: 0, in: flags + 2..<data.upperBound),
+              let translatedEnd = bytes.firstIndex(of: 0, in: languageEnd + 1..<data.upperBound)
+        else {
+            payloads.add(.malformedITXt, data)
+            return
+        }
+        payloads.add(compressed == 0 ? .xmp(.pngITXt) : .compressedXMP, translatedEnd + 1..<data.upperBound)
     }
 
     /// The combinations of PNG spec table 11.1.

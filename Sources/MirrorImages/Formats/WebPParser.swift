@@ -8,13 +8,20 @@
 /// - `VP8L`: the lossless header holds 14-bit width−1 and height−1 after the `2F` signature;
 /// - `VP8X`: the extended header holds a 24-bit canvas width−1 and height−1 and the animation flag; the
 ///   walk then requires image data (`VP8 `/`VP8L`, or `ANMF` frames when animated) and counts frames.
+///
+/// When `payloads` collects, the `XMP ` chunk (an XMP packet) and the `C2PA` chunk (a C2PA manifest store) are noted
+/// as the walk passes them, whatever the layout (c2pa-rs appends `C2PA` to a simple `VP8 ` file as well).
 enum WebPParser {
     private static let vp8 = fourCC("VP8 ")
     private static let vp8l = fourCC("VP8L")
     private static let vp8x = fourCC("VP8X")
     private static let anmf = fourCC("ANMF")
+    private static let xmp = fourCC("XMP ")
+    private static let c2pa = fourCC("C2PA")
 
-    static func parse(_ bytes: ByteView, pixelLimit: Int) throws(ImageRejection) -> ImageInfo {
+    static func parse(
+        _ bytes: ByteView, pixelLimit: Int, payloads: inout MarkPayloads
+    ) throws(ImageRejection) -> ImageInfo {
         guard let riffSize = bytes.u32le(4) else { throw .truncated(.webp, "RIFF header cut off") }
         guard riffSize >= 4 + 8 else { throw .malformed(.webp, "RIFF size \(riffSize) is too small") }
         // The RIFF size counts the bytes after the 8-byte RIFF header; it is at most 2^32-1, so this fits.
@@ -98,6 +105,8 @@ enum WebPParser {
             switch type {
             case vp8, vp8l: sawBitstream = true
             case anmf: frames += 1
+            case xmp where payloads.isCollecting: payloads.add(.xmp(.webpXMP), offset + 8..<offset + 8 + size)
+            case c2pa where payloads.isCollecting: payloads.add(.manifestStore(.webpC2PA), offset + 8..<offset + 8 + size)
             default: break
             }
             offset += 8 + size + (size & 1)
