@@ -15,6 +15,7 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
         .package(url: "https://github.com/yaslab/CSV.swift", from: "2.5.0"),
         .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
+        .package(url: "https://github.com/apple/swift-http-structured-headers", from: "1.2.0"),
     ],
     targets: [
         // libcurl, found through pkg-config; typed shims for its variadic calls live in shim.h.
@@ -82,7 +83,8 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
-        // Fetching one image: the download manager, its operations, consent (robots.txt, X-Robots-Tag), transforms.
+        // Fetching one image: the download manager, its operations, consent (the site files, the response's headers, the
+        // image's own marks: one policy decides), transforms.
         .target(
             name: "MirrorFetch",
             dependencies: [
@@ -95,6 +97,8 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "DequeModule", package: "swift-collections"),  // the slot machine's queues
                 .product(name: "HeapModule", package: "swift-collections"),
+                // RFC 9651 structured fields: the AI-preferences `Content-Usage` header and robots.txt lines
+                .product(name: "RawStructuredFieldValues", package: "swift-http-structured-headers"),
             ]
         ),
         // Searching: one file per API's provider, the API client, the paginator and the feed. No CSV, no gzip.

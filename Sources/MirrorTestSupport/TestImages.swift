@@ -37,6 +37,29 @@ public enum TestImages {
         return png
     }
 
+    /// `png` with an XMP packet in an `iTXt` chunk (keyword `XML:com.adobe.xmp`, uncompressed) right after `IHDR`, as
+    /// exiftool places it. The emulator's way to mark generated PNGs; what the readers make of files exiftool itself
+    /// wrote is tested on those (`Tests/MirrorImagesTests/Samples/Consent`).
+    public static func withXMP(_ png: Data, _ packet: String) -> Data {
+        guard png.count > 33 else { return png }
+        var chunk = Data()
+        chunk.appendChunk("iTXt", Data("XML:com.adobe.xmp".utf8) + Data([0, 0, 0, 0, 0]) + Data(packet.utf8))
+        return png.prefix(33) + chunk + png.dropFirst(33)
+    }
+
+    /// An XMP packet whose `plus:DataMining` prohibits AI/ML training (the element form exiftool writes).
+    public static let dataMiningXMP = """
+        <?xpacket begin='\u{FEFF}' id='W5M0MpCehiHzreSzNTczkc9d'?>
+        <x:xmpmeta xmlns:x='adobe:ns:meta/'>
+        <rdf:RDF xmlns:rdf='http://www.w3.org/1999/02/22-rdf-syntax-ns#'>
+         <rdf:Description rdf:about='' xmlns:plus='http://ns.useplus.org/ldf/xmp/1.0/'>
+          <plus:DataMining>http://ns.useplus.org/ldf/vocab/DMI-PROHIBITED-AIMLTRAINING</plus:DataMining>
+         </rdf:Description>
+        </rdf:RDF>
+        </x:xmpmeta>
+        <?xpacket end='w'?>
+        """
+
     /// A PNG of roughly `bytes` bytes (at least a 1×1 image), square-ish, distinct per seed.
     public static func png(approximateBytes bytes: Int, seed: UInt64) -> Data {
         let pixels = max(1, bytes / 3)

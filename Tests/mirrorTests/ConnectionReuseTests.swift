@@ -24,9 +24,11 @@ struct ConnectionReuseTests {
             stdin: table
         )
 
-        // Then every image is saved, every host's robots.txt was asked once, and each host cost one connection
+        // Then every image is saved, every host's robots.txt and TDMRep file were asked once, and each host cost one
+        // connection
         #expect(run.status == 0, "\(run.stderr.suffix(400))")
         #expect(server.requestCount(path: "/robots.txt") == hosts)
+        #expect(server.requestCount(path: "/.well-known/tdmrep.json") == hosts)
         #expect(server.connectionsAccepted == hosts, "\(server.connectionsAccepted) connections for \(hosts) hosts")
     }
 }

@@ -342,14 +342,23 @@ struct ConsentCommandTests {
         #expect(Set(out.visibleFiles) == Set(cases.filter { !$0.optedOut }.map { String($0.path.dropFirst()) } + ["manifest.jsonl"]))
         #expect(run.stderr.contains("X-Robots-Tag: noai"))
 
-        // And --opt-out-tokens narrows the directives, --ignore-opt-out takes them all
+        // And --opt-out-tokens narrows the directives, --ignore-opt-out x-robots-tag takes them all, says so once, and
+        // lists in each record the reservation it set aside
         let narrow = TemporaryFolder()
         let onlyNoAI = try await MirrorBinary.run(["urls", "-", "--out", narrow.path, "--json", "--opt-out-tokens", "noai"], stdin: list)
         #expect((try JSONSerialization.jsonObject(with: Data(onlyNoAI.stdout.utf8)) as? [String: Any])?["optedOut"] as? Int == 1)
         let all = TemporaryFolder()
-        let ignoring = try await MirrorBinary.run(["urls", "-", "--out", all.path, "--json", "--ignore-opt-out"], stdin: list)
+        let ignoring = try await MirrorBinary.run(["urls", "-", "--out", all.path, "--json", "--ignore-opt-out", "x-robots-tag"], stdin: list)
         #expect(ignoring.status == 0)
         #expect(all.visibleFiles.count == cases.count + 1)
+        #expect(ignoring.stderr.components(separatedBy: "warning: --ignore-opt-out x-robots-tag").count == 2)
+        let records = try String(contentsOf: all.url.appendingPathComponent("manifest.jsonl"), encoding: .utf8).split(separator: "\n")
+            .compactMap { try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        #expect(records.first { $0["file_name"] as? String == "noai.png" }?["opt_outs_ignored"] as? [String] == ["x-robots-tag noai (X-Robots-Tag header)"])
+        #expect(records.first { $0["file_name"] as? String == "plain.png" }?["opt_outs_ignored"] is NSNull)
+        // And a bare --ignore-opt-out names what it takes
+        let bare = try await MirrorBinary.run(["urls", "-", "--out", all.path, "--ignore-opt-out"], stdin: list)
+        #expect(bare.status == 64 && bare.stderr.contains("--ignore-opt-out"))
     }
 
     @Test func robotsTxtIsHonouredPerHostFetchedOnce() async throws {

@@ -3,8 +3,8 @@ import MirrorTestSupport
 import Testing
 
 /// `--host-rate`, measured by the server's own log of when each request arrived and for which host: no host gets more
-/// than the rate in any one-second window, robots.txt included; split by host over four copies running at once, the
-/// same holds across the copies (each host is in one copy).
+/// than the rate in any one-second window, its site files (robots.txt and the TDMRep file) included; split by host over
+/// four copies running at once, the same holds across the copies (each host is in one copy).
 @Suite("mirror urls --host-rate, end to end", .serialized)
 struct HostRateTests {
     static let hosts = (0..<8).map { "site-\($0).test" }
@@ -48,13 +48,13 @@ struct HostRateTests {
     }
 
     private static func check(
-        _ server: TestServer, hosts: [String] = hosts, perHost: Int = perHost, robots: Bool = true, sourceLocation: SourceLocation = #_sourceLocation
+        _ server: TestServer, hosts: [String] = hosts, perHost: Int = perHost, siteFiles: Bool = true, sourceLocation: SourceLocation = #_sourceLocation
     ) {
         let arrivals = arrivals(server)
         #expect(Set(arrivals.keys) == Set(hosts), "\(arrivals.keys)", sourceLocation: sourceLocation)
         for (host, times) in arrivals {
-            // Every image and the host's robots.txt
-            let requests = perHost + (robots ? 1 : 0)
+            // Every image and the host's robots.txt and TDMRep file
+            let requests = perHost + (siteFiles ? 2 : 0)
             #expect(times.count == requests, "\(host): \(times.count) requests", sourceLocation: sourceLocation)
             #expect(busiestSecond(times) <= rate, "\(host): \(busiestSecond(times)) requests in one second: \(times.map { $0 - times[0] })", sourceLocation: sourceLocation)
             // Spaced by the rate, not merely few: 16 requests take at least 15 spacings
@@ -82,7 +82,7 @@ struct HostRateTests {
     /// Taken when queued rather than when started, a host's spacing let 6 of its requests arrive within one second here
     /// once slots came free together (issue 35).
     @Test("40 hosts, 400 rows, 64 at once, 4 per host: the rate holds", arguments: [false, true])
-    func manyHostsAtHighConcurrency(robots: Bool) async throws {
+    func manyHostsAtHighConcurrency(siteFiles: Bool) async throws {
         let hosts = (0..<40).map { "host-\($0).test" }
         let server = try serve(rows: 400, latency: .milliseconds(400))
         defer { server.stop() }
@@ -92,11 +92,11 @@ struct HostRateTests {
         let run = try await MirrorBinary.run([
             "urls", file.path, "--out", work.file("out").path, "--host-rate", String(Self.rate), "--concurrency", "64",
             "--per-host", "4", "--connect-to", "::127.0.0.1:\(server.port)", "--quiet",
-        ] + (robots ? [] : ["--ignore-robots"]))
+        ] + (siteFiles ? [] : ["--ignore-opt-out", "robots,content-signal,content-usage,tdmrep-file"]))
         #expect(run.status == 0, "\(run.stderr.suffix(400))")
         let saved = (try? FileManager.default.contentsOfDirectory(atPath: work.file("out").path))?.filter { $0.hasSuffix(".png") } ?? []
         #expect(saved.count == 400)
-        Self.check(server, hosts: hosts, perHost: 10, robots: robots)
+        Self.check(server, hosts: hosts, perHost: 10, siteFiles: siteFiles)
     }
 
     @Test func fourCopiesSplitByHostKeepTheRateTogether() async throws {

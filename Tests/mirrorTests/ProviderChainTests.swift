@@ -166,12 +166,15 @@ struct ProviderChainTests: EmulatedSearch {
         ("key", "string", true), ("caption", "string", true), ("label", "string", true), ("original_width", "integer", false),
         ("original_height", "integer", false), ("original_format", "string", false), ("original_bytes", "integer", false),
         ("pdq", "string", true), ("pdq_quality", "integer", true), ("pdq_trimmed", "array of strings", true),
+        ("purpose", "string", true), ("generated", "boolean", false), ("source_type", "string", true),
+        ("source_type_from", "string", true), ("c2pa", "boolean", false), ("opt_outs_ignored", "array of strings", true),
     ]
 
-    /// The JSON type of a parsed value: "null", "integer", "string", or something else.
+    /// The JSON type of a parsed value: "null", "boolean", "integer", "string", or something else.
     private func type(of value: Any) -> String {
         if value is NSNull { return "null" }
         if value is String { return "string" }
+        if let number = value as? NSNumber, String(cString: number.objCType) == "c" { return "boolean" }  // JSON's true and false
         if let array = value as? [Any] { return array.allSatisfy { $0 is String } ? "array of strings" : "array" }
         if let number = value as? NSNumber { return number.stringValue.allSatisfy(\.isNumber) ? "integer" : "number" }
         return "other"

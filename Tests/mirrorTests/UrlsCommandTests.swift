@@ -40,8 +40,9 @@ struct UrlsCommandTests {
         let summary = try JSONSerialization.jsonObject(with: Data(first.stdout.utf8)) as? [String: Any]
         #expect(summary?["saved"] as? Int == 20)
         #expect(summary?["failed"] as? Int == 0)
-        #expect(server.requests.filter { $0.path != "/robots.txt" }.count == 20)
+        #expect(server.requests.filter { !["/robots.txt", "/.well-known/tdmrep.json"].contains($0.path) }.count == 20)
         #expect(server.requests.filter { $0.path == "/robots.txt" }.count == 1)  // honoured, fetched once
+        #expect(server.requests.filter { $0.path == "/.well-known/tdmrep.json" }.count == 1)  // and TDMRep's file
 
         // When it runs again
         server.resetCounters()

@@ -35,7 +35,8 @@ struct DownloadContext: Sendable {
     }
 
     /// A verified copy from the disk cache, placed as a temporary file in the destination folder.
-    func cachedImage(for request: DownloadRequest) -> ImageDownloadOperation.Outcome? {
+    /// (`siteSetAside`: the site's reservations the run set aside, for its record.)
+    func cachedImage(for request: DownloadRequest, siteSetAside: [ConsentEvidence]) -> ImageDownloadOperation.Outcome? {
         guard let cache, let entry = cache.entry(for: CacheKey(url: request.url)).value else { return nil }
         let destination = request.directory.appendingPathComponent(
             AtomicFile.temporaryPrefix + "cache-" + UUID().uuidString.lowercased() + AtomicFile.temporarySuffix
@@ -54,10 +55,22 @@ struct DownloadContext: Sendable {
             AtomicFile.remove(destination)
             return .failed(.filtered(reason), retryable: false, retryAfter: nil, throttled: false)
         }
-        let image = VerifiedImage(
+        // The image's own marks are read again (the cache keeps bytes, not what the response said).
+        var declarations = ImageDeclarations()
+        if let consent = request.consent {
+            switch consent.judge(marks: info.marks, setAside: siteSetAside) {
+            case let .failure(error):
+                AtomicFile.remove(destination)
+                return .failed(error, retryable: false, retryAfter: nil, throttled: false)
+            case let .success(judged):
+                declarations = judged
+            }
+        }
+        var image = VerifiedImage(
             url: request.url, effectiveURL: request.url, temporaryFile: destination, info: info,
             bytes: entry.bytes, sha256: entry.sha256, source: .disk, attempts: 0, fetchedAt: Date()
         )
+        image.declarations = declarations
         return .verified(image)
     }
 

@@ -16,10 +16,11 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
     case filtered(String)
     /// The output folder could not be written.
     case filesystem(FileError)
-    /// The response's `X-Robots-Tag` opts the image out (the directive, `noai`).
-    case optedOut(String)
-    /// Its host's robots.txt does not let mirror fetch it (why, as `RobotsGate` says it).
-    case disallowed(String)
+    /// Its owner reserved it against the run's purpose: a site file, a response header or the image's own marks (the
+    /// reservation, with its evidence).
+    case optedOut(Reservation)
+    /// Its host's robots.txt does not let mirror fetch it (the reservation, with the rule or why the file is missing).
+    case disallowed(Reservation)
     /// The image was verified, but the run's transform (`--resize`, `--encode`) could not make it.
     case transformFailed(ImageTransform.Failure)
     /// Cancelled before it finished.
@@ -32,8 +33,8 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
         case let .rejected(rejection): rejection.description
         case let .filtered(reason): "filtered: \(reason)"
         case let .filesystem(error): error.description
-        case let .optedOut(directive): "opted out: X-Robots-Tag \(directive)"
-        case let .disallowed(reason): reason
+        case let .optedOut(reservation): "opted out: \(reservation.message)"
+        case let .disallowed(reservation): reservation.message
         case let .transformFailed(failure): failure.description
         case .cancelled: "cancelled"
         }

@@ -132,7 +132,8 @@ public final class DownloadManager: Sendable {
         context = DownloadContext(
             loader: self.loader,
             transferTemplate: template,
-            validator: ImageValidator(pixelLimit: configuration.pixelLimit),
+            // Marks are read in the same walk over the bytes in memory (the consent policy judges them).
+            validator: ImageValidator(pixelLimit: configuration.pixelLimit, readsMarks: true),
             cache: configuration.cache,
             threads: threads,
             buffers: BufferPool(size: HashingFileSink.memoryLimit(concurrency: configuration.concurrency)),
@@ -191,6 +192,14 @@ public final class DownloadManager: Sendable {
         guard configuration.hostRate != nil else { return }
         let now = configuration.sleeper.now()
         state.withLock { $0.slots.noteRequest(host: host, now: now) }
+    }
+
+    /// Waits until a request to `host` made outside the manager (the second of its site files) may start under
+    /// `--host-rate`, and takes that start; returns at once without a rate.
+    public func waitForHostRate(host: String) async {
+        guard let reserve = context.reserveStart else { return }
+        let wait = reserve(host)
+        if wait > .zero { try? await configuration.sleeper.sleep(wait) }
     }
 
     /// Downloads in progress or waiting (including waiting retries).

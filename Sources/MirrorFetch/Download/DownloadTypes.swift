@@ -12,11 +12,13 @@ public struct DownloadRequest: Sendable {
     public var directory: URL
     /// Which valid images to keep; nil keeps every valid image.
     public var filter: ImageFilter?
-    /// Which `X-Robots-Tag` directives refuse the image; nil reads none.
-    public var optOut: OptOutPolicy?
-    /// The hosts' robots.txt, asked on the download's own slot before its transfer (so the fetch counts within
-    /// `--concurrency` and `--per-host`, and the image follows on the connection robots.txt came over); nil asks none.
-    public var robots: RobotsGate?
+    /// What the image's owner may have reserved it against, and what the run collects it for: the site's files,
+    /// the response's headers and the image's own marks are read as evidence and this policy decides; nil reads none.
+    public var consent: ConsentPolicy?
+    /// The origins' site files (robots.txt, the TDMRep file), asked on the download's own slot before its transfer (so
+    /// the fetches count within `--concurrency` and `--per-host`, and the image follows on the connection they came
+    /// over); nil asks none.
+    public var site: SiteGate?
     /// What a verified image goes through before its download ends, on the download's slot (so that decoding and
     /// encoding count within `--concurrency`); nil for nothing.
     package var transform: DownloadTransform?
@@ -24,12 +26,12 @@ public struct DownloadRequest: Sendable {
     /// picture as served is what near-duplicates are judged by); nil for no hash.
     package var hasher: PerceptualHasher?
 
-    public init(url: URL, directory: URL, filter: ImageFilter? = nil, optOut: OptOutPolicy? = nil, robots: RobotsGate? = nil) {
+    public init(url: URL, directory: URL, filter: ImageFilter? = nil, consent: ConsentPolicy? = nil, site: SiteGate? = nil) {
         self.url = url
         self.directory = directory
         self.filter = filter
-        self.optOut = optOut
-        self.robots = robots
+        self.consent = consent
+        self.site = site
     }
 }
 

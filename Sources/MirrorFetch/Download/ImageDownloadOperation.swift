@@ -49,39 +49,55 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
     }
 
     package override func execute() {
-        if let cached = context.cachedImage(for: request) {
-            end(cached)
+        guard let site = request.site, let consent = request.consent else {
+            fetch(siteSetAside: [])
             return
         }
-        guard let robots = request.robots else {
-            transfer()
-            return
-        }
-        // On this slot, before the transfer: answered at once when the host's file is known, else when its one fetch
-        // ends (on whichever thread that is). After a fetch, with --host-rate, the image waits for its host's rate:
-        // the fetch took the start it had been given.
-        robots.refusal(for: request.url) { [self] refusal, fetched in
+        // On this slot, before the transfer: answered at once when the origin's files are known, else when their one
+        // fetch ends (on whichever thread that is). After a fetch, with --host-rate, the image waits for its host's
+        // rate: the fetch took the start it had been given.
+        site.evidence(for: request.url) { [self] evidence, fetched in
             if isCancelled {
                 end(.failed(.cancelled, retryable: false, retryAfter: nil, throttled: false))
-            } else if let refusal {
-                end(.failed(.disallowed(refusal), retryable: false, retryAfter: nil, throttled: false))
-            } else if fetched, let host = request.url.host, let wait = context.reserveStart?(host), wait > .zero {
+                return
+            }
+            var setAside: [ConsentEvidence] = []
+            switch consent.verdict(evidence) {
+            case let .refused(reservation):
+                let error: DownloadError = reservation.evidence.term == .disallow ? .disallowed(reservation) : .optedOut(reservation)
+                end(.failed(error, retryable: false, retryAfter: nil, throttled: false))
+                return
+            case let .allowed(ignored):
+                setAside = ignored
+            }
+            if fetched, let host = request.url.host, let wait = context.reserveStart?(host), wait > .zero {
                 Task { [self, sleeper = context.sleeper] in
                     try? await sleeper.sleep(wait)
                     if isCancelled {
                         end(.failed(.cancelled, retryable: false, retryAfter: nil, throttled: false))
                     } else {
-                        transfer()
+                        fetch(siteSetAside: setAside)
                     }
                 }
             } else {
-                transfer()
+                fetch(siteSetAside: setAside)
             }
         }
     }
 
-    /// Starts the attempt's transfer into a new temporary file.
-    private func transfer() {
+    /// Takes the image from the disk cache, or else transfers it. (The site's files are asked first even for a cached
+    /// image: what they reserve holds however the bytes were had.)
+    private func fetch(siteSetAside: [ConsentEvidence]) {
+        if let cached = context.cachedImage(for: request, siteSetAside: siteSetAside) {
+            end(cached)
+        } else {
+            transfer(siteSetAside: siteSetAside)
+        }
+    }
+
+    /// Starts the attempt's transfer into a new temporary file; `siteSetAside` are the site's reservations the run set
+    /// aside, for the image's record.
+    private func transfer(siteSetAside: [ConsentEvidence]) {
         let temporary: AtomicFile.Temporary
         do {
             temporary = try AtomicFile.makeTemporary(in: request.directory)
@@ -97,7 +113,7 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
         let task = context.loader.load(transferRequest) { [self] result in
             // Off the driver thread, onto the download threads, before anything touches the disk.
             context.threads.async {
-                self.end(self.conclude(result, sink: sink, temporary: temporary), onFreshStack: true)
+                self.end(self.conclude(result, sink: sink, temporary: temporary, siteSetAside: siteSetAside), onFreshStack: true)
             }
         }
         inFlight.withLock { $0 = task }
@@ -120,7 +136,9 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
         completion(outcome, onFreshStack)
     }
 
-    private func conclude(_ result: Result<HTTPResponse, TransportError>, sink: HashingFileSink, temporary: AtomicFile.Temporary) -> Outcome {
+    private func conclude(
+        _ result: Result<HTTPResponse, TransportError>, sink: HashingFileSink, temporary: AtomicFile.Temporary, siteSetAside: [ConsentEvidence]
+    ) -> Outcome {
         // A 2xx body may still be (partly) in the sink's memory: write it out before the file is closed.
         var body: Result<Data?, FileError> = .success(nil)
         if case let .success(response) = result, response.isSuccess {
@@ -130,13 +148,16 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
                 body = .failure(error)
             }
         }
-        let outcome = verify(result, body: body, sink: sink, temporary: temporary)
+        let outcome = verify(result, body: body, sink: sink, temporary: temporary, siteSetAside: siteSetAside)
         close(temporary.descriptor)
         if case .failed = outcome { AtomicFile.remove(temporary.url) }
         return outcome
     }
 
-    private func verify(_ result: Result<HTTPResponse, TransportError>, body: Result<Data?, FileError>, sink: HashingFileSink, temporary: AtomicFile.Temporary) -> Outcome {
+    private func verify(
+        _ result: Result<HTTPResponse, TransportError>, body: Result<Data?, FileError>, sink: HashingFileSink, temporary: AtomicFile.Temporary,
+        siteSetAside: [ConsentEvidence]
+    ) -> Outcome {
         let response: HTTPResponse
         switch result {
         case .failure(.cancelled):
@@ -159,8 +180,13 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
             let throttled = status == 429 || (status == 503 && retryAfter != nil)
             return .failed(.statusUnacceptable(status), retryable: RetryPolicy.isRetryable(status: status), retryAfter: retryAfter, throttled: throttled)
         }
-        if let directive = request.optOut?.refusal(headers: response.headers) {
-            return .failed(.optedOut(directive), retryable: false, retryAfter: nil, throttled: false)
+        // The response's headers, before the body is looked at.
+        var setAside = siteSetAside
+        if let consent = request.consent {
+            switch consent.verdict(ResponseSignals.evidence(headers: response.headers, robotsTag: consent.robotsTag)) {
+            case let .refused(reservation): return .failed(.optedOut(reservation), retryable: false, retryAfter: nil, throttled: false)
+            case let .allowed(ignored): setAside += ignored
+            }
         }
         let inMemory: Data?
         switch body {
@@ -183,7 +209,14 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
         if let reason = request.filter?.rejection(for: info) {
             return .failed(.filtered(reason), retryable: false, retryAfter: nil, throttled: false)
         }
-        let image = VerifiedImage(
+        var declarations = ImageDeclarations()
+        if let consent = request.consent {
+            switch consent.judge(marks: info.marks, setAside: setAside) {
+            case let .failure(error): return .failed(error, retryable: false, retryAfter: nil, throttled: false)
+            case let .success(judged): declarations = judged
+            }
+        }
+        var image = VerifiedImage(
             url: request.url,
             effectiveURL: response.effectiveURL,
             temporaryFile: temporary.url,
@@ -194,6 +227,7 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
             attempts: attempt,
             fetchedAt: Date()
         )
+        image.declarations = declarations
         context.storeInCache(image)
         return .verified(image)
     }

@@ -43,6 +43,10 @@ extension MirrorJob {
         /// What is taken for a duplicate of a saved image (`--dedup`). Default ``Deduplication/near``: the folder's
         /// promise is `count` distinct pictures, and a search finds the same picture at several sizes and formats.
         public var deduplication: Deduplication = .near(NearDuplicatePolicy())
+        /// What the images are for and which reservations are set aside (`--purpose`, `--ignore-opt-out`,
+        /// `--skip-generated`): the response's headers and the images' own marks are read; a search reads no site files
+        /// (its results come from APIs whose terms govern them). Default: AI training, every signal honoured.
+        public var consent = ConsentPolicy()
         /// The environment keys and endpoint overrides are read from.
         public var environment: [String: String] = ProcessInfo.processInfo.environment
 

@@ -38,20 +38,27 @@ extension MirrorJob {
         /// The run's wall time in seconds (the bytes saved are the tally's).
         public var seconds: Double = 0
 
+        // MARK: Consent
+
+        /// The purpose reservations were matched against (`--purpose`).
+        public var purpose: UsePurpose = .aiTrain
+        /// The signals whose reservations were set aside (`--ignore-opt-out`).
+        public var ignoredOptOuts: Set<ConsentSignal> = []
+
         public init() {}
 
         /// Candidates whose URL or bytes the folder already had: ``Tally/duplicates`` and ``Tally/alreadySaved``,
         /// which the search reports as one.
         public var duplicates: Int { tally.duplicates + tally.alreadySaved }
-        /// Valid images turned away: by the filters, by their `X-Robots-Tag` or by robots.txt, which the search
-        /// reports as one.
+        /// Valid images turned away: by the filters, or by a reservation of their owner's (`optedOut` and `disallowed`,
+        /// counted per signal in ``Tally/refusals``), which the search reports as one.
         public var filtered: Int { tally.filtered + tally.optedOut + tally.disallowed }
 
         /// The keys of `--json`, a contract: the tally's counts are named as they always were.
         enum CodingKeys: String, CodingKey {
             case saved, total, target, exhausted, upToDate, interrupted, failed, duplicates, nearDuplicates, filtered, failures, label
             case crossLabelDuplicates, providers, providerStatus, pages, apiRequests, downloadNotifications
-            case downloadNotificationsFailed, bytes, seconds
+            case downloadNotificationsFailed, bytes, seconds, optedOut, refusals, generated, purpose, ignoredOptOuts
         }
 
         public func encode(to encoder: any Encoder) throws {
@@ -77,6 +84,11 @@ extension MirrorJob {
             try container.encode(downloadNotificationsFailed, forKey: .downloadNotificationsFailed)
             try container.encode(tally.bytes, forKey: .bytes)
             try container.encode(seconds, forKey: .seconds)
+            try container.encode(tally.optedOut + tally.disallowed, forKey: .optedOut)
+            try container.encode(tally.refusals, forKey: .refusals)
+            try container.encode(tally.generated, forKey: .generated)
+            try container.encode(purpose.rawValue, forKey: .purpose)
+            try container.encode(ignoredOptOuts.map(\.rawValue).sorted(), forKey: .ignoredOptOuts)
         }
     }
 
@@ -88,7 +100,8 @@ extension MirrorJob {
         /// The same picture to the eye is saved already (`of` its file; their PDQ hashes `distance` bits apart).
         case nearDuplicate(URL, of: String, distance: Int)
         case filtered(URL, String)
-        /// The image's `X-Robots-Tag` (`.optedOut`) or its host's robots.txt (`.disallowed`) says not to take it.
+        /// Its owner reserved it against the run's purpose (`.optedOut`), or its host's robots.txt (`.disallowed`)
+        /// does not let mirror fetch it.
         case refused(URL, reason: RowStatus, message: String)
         case retrying(URL, attempt: Int, delay: Duration, reason: String)
         /// Something worth a line in the log that changes nothing about the count (a failed download notification).

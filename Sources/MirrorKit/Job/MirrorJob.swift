@@ -91,6 +91,7 @@ public struct MirrorJob: Sendable {
         pipeline.downloads = configuration.downloads
         pipeline.filter = configuration.filter
         pipeline.deduplication = configuration.deduplication
+        pipeline.consent = configuration.consent
         return pipeline
     }
 
@@ -98,6 +99,7 @@ public struct MirrorJob: Sendable {
     func summary(of statistics: SearchStatistics, report: Pipeline.Report?, folder: OutputFolder?, started: ContinuousClock.Instant) -> Summary {
         var summary = Summary()
         summary.target = configuration.count
+        (summary.purpose, summary.ignoredOptOuts) = (configuration.consent.purpose, configuration.consent.ignored)
         summary.providers = configuration.providers
         summary.providerStatus = configuration.providers.map { ProviderReport(provider: $0, statistics: statistics.perProvider[$0]) }
         summary.total = folder?.savedCount(label: configuration.label?.name) ?? 0

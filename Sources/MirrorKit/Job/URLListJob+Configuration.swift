@@ -15,10 +15,11 @@ extension URLListJob {
         public var isSyncEnabled = true
         /// What the images are written as. Default a folder.
         public var format: OutputFormat = .folder
-        /// Which `X-Robots-Tag` directives keep an image out; `nil` reads none. Default ``OptOutPolicy/init(tokens:agent:)``.
-        public var optOut: OptOutPolicy? = OptOutPolicy()
-        /// Whether each host's robots.txt is honoured. Default true.
-        public var honoursRobots = true
+        /// What the images are for and which reservations are set aside (`--purpose`, `--ignore-opt-out`,
+        /// `--ignore-robots`, `--skip-generated`). Default: AI training, every signal honoured.
+        public var consent = ConsentPolicy()
+        /// Whether each origin's robots.txt and TDMRep file are read. Default true.
+        public var readsSiteFiles = true
         /// How saved images are resized and re-encoded; `nil` keeps the bytes as served.
         public var transform: ImageTransform?
         /// What is taken for a duplicate of a saved image (`--dedup`). Default ``Deduplication/exact``: a row is a row.

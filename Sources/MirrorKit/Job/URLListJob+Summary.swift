@@ -28,12 +28,17 @@ extension URLListJob {
         /// Rows the output lacks for good (404 and 410, not an image, too big; bad rows), earlier runs' included;
         /// `--retry-failed all` tries the failed ones again.
         public var missingPermanent = 0
+        /// The purpose reservations were matched against (`--purpose`), or `nil` when none were read.
+        public var purpose: UsePurpose?
+        /// The signals whose reservations were set aside (`--ignore-opt-out`).
+        public var ignoredOptOuts: Set<ConsentSignal> = []
 
         public init() {}
 
         /// The keys of `--json`, a contract: the tally's counts are named as they always were.
         enum CodingKeys: String, CodingKey {
-            case total, saved, skipped, duplicates, nearDuplicates, failed, failures, invalidRows, filtered, optedOut, disallowed, bytes
+            case total, saved, skipped, duplicates, nearDuplicates, failed, failures, invalidRows, filtered, optedOut, disallowed, refusals
+            case generated, purpose, ignoredOptOuts, bytes
             case cacheHits, seconds, hasTransientFailures, transientFailures, shards, shardsWritten, tableRows
             case shardsRewritten, missingTransient, missingPermanent
         }
@@ -51,6 +56,10 @@ extension URLListJob {
             try container.encode(tally.filtered, forKey: .filtered)
             try container.encode(tally.optedOut, forKey: .optedOut)
             try container.encode(tally.disallowed, forKey: .disallowed)
+            try container.encode(tally.refusals, forKey: .refusals)
+            try container.encode(tally.generated, forKey: .generated)
+            try container.encodeIfPresent(purpose?.rawValue, forKey: .purpose)
+            try container.encode(ignoredOptOuts.map(\.rawValue).sorted(), forKey: .ignoredOptOuts)
             try container.encode(tally.bytes, forKey: .bytes)
             try container.encode(tally.cacheHits, forKey: .cacheHits)
             try container.encode(tally.hasTransientFailures, forKey: .hasTransientFailures)
@@ -76,8 +85,12 @@ extension URLListJob {
         case retrying(URL, attempt: Int, delay: Duration, reason: String)
         /// A row that gave no URL: where it is (`row 14`) and why.
         case invalid(place: String, reason: String)
-        /// The image's response (`opted_out`) or its host's robots.txt (`disallowed`) says not to take it.
+        /// Its owner reserved it against the run's purpose (`opted_out`), or its host's robots.txt (`disallowed`) does
+        /// not let mirror fetch it.
         case refused(URL, reason: RowStatus, message: String)
+        /// A line for the log that changes nothing about the count (a site file that could not be read, a failed
+        /// resize).
+        case notice(String)
     }
 }
 

@@ -46,6 +46,7 @@ public struct URLListJob: Sendable {
             shards.shard = configuration.shard
             shards.retryFailed = configuration.retryFailed
             shards.deduplication = configuration.deduplication
+            (shards.purpose, shards.ignoredOptOuts) = (configuration.consent.purpose, configuration.consent.ignored)
             if let destination = configuration.objectStore, let storeLoader {
                 let client = S3Client(location: destination.location, configuration: destination.settings, loader: storeLoader)
                 let owned = shards
@@ -55,8 +56,8 @@ public struct URLListJob: Sendable {
         }
         var pipeline = Pipeline.Configuration()
         pipeline.downloads = configuration.downloads
-        pipeline.optOut = configuration.optOut
-        pipeline.honoursRobots = configuration.honoursRobots
+        pipeline.consent = configuration.consent
+        pipeline.readsSiteFiles = configuration.readsSiteFiles
         pipeline.transform = configuration.transform
         pipeline.deduplication = configuration.deduplication
         // The run's URL set moves to a scratch file once it is large, so memory does not grow with the table: in the
@@ -75,7 +76,8 @@ public struct URLListJob: Sendable {
             case let .retrying(url, attempt, delay, reason): onEvent(.retrying(url, attempt: attempt, delay: delay, reason: reason))
             case let .invalid(row): onEvent(.invalid(place: row.place, reason: row.reason))
             case let .refused(candidate, reason, message): onEvent(.refused(candidate.url, reason: reason, message: message))
-            case .filtered, .notice: break
+            case let .notice(line): onEvent(.notice(line))
+            case .filtered: break
             }
         }
         // Keep the cache within its size limit (least recently used first); cheap when under it.
@@ -86,6 +88,7 @@ public struct URLListJob: Sendable {
         if let error = report.sourceError, !report.interrupted { throw error }
 
         var summary = Summary(tally: report.tally)
+        (summary.purpose, summary.ignoredOptOuts) = (configuration.consent.purpose, configuration.consent.ignored)
         summary.shards = shardSink?.completeShardCount
         summary.shardsWritten = shardSink?.writtenShardCount
         summary.shardsRewritten = shardSink?.rewrittenShardCount

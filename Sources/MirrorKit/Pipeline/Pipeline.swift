@@ -39,12 +39,14 @@ public struct Pipeline: Sendable {
         public var filter: ImageFilter?
         /// Normalised URLs never to try again (they failed for good on an earlier run). Default empty.
         public var skip: Set<String> = []
-        /// Which `X-Robots-Tag` directives keep an image out; `nil` reads none. Default: `noai`, `noimageai`,
-        /// `noindex`, `noimageindex` for every agent or for `mirror`.
-        public var optOut: OptOutPolicy? = OptOutPolicy()
-        /// Whether each host's `robots.txt` is honoured (fetched once per host, for the agent `mirror`). Default
-        /// false: search results come from APIs whose terms govern them; URL lists turn it on.
-        public var honoursRobots = false
+        /// What the images are for and which reservations are set aside: the one policy that decides on everything
+        /// read of an image's owner's wishes (the site's files, the response's headers, the image's own marks). Default:
+        /// AI training, every signal honoured.
+        public var consent = ConsentPolicy()
+        /// Whether each origin's site files — robots.txt (its Disallow rules, Content-Signal and Content-Usage lines)
+        /// and the TDMRep file — are read (once per origin). Default false: search results come from APIs whose terms
+        /// govern them; URL lists turn it on. The response's headers and the image's own marks are read either way.
+        public var readsSiteFiles = false
         /// How saved images are resized and re-encoded; `nil` (the default) keeps the bytes as served.
         public var transform: ImageTransform?
         /// What the sink takes for a duplicate (`--dedup`); with ``Deduplication/near`` every verified image is hashed
@@ -79,7 +81,8 @@ public struct Pipeline: Sendable {
         case filtered(Candidate, String)
         /// The source's row gives no URL; nothing was fetched.
         case invalid(BadRow)
-        /// The image's response (`opted_out`) or its host's robots.txt (`disallowed`) says not to take it.
+        /// Its owner reserved it against the run's purpose (`opted_out`: a site file, a response header, the image's
+        /// marks), or its host's robots.txt (`disallowed`) does not let mirror fetch it.
         case refused(Candidate, reason: RowStatus, message: String)
         /// The download gave no image.
         case failed(Candidate, DownloadError)
@@ -129,11 +132,13 @@ public struct Pipeline: Sendable {
                 onEvent(.retrying(url, attempt: attempt, delay: delay, reason: reason))
             }
         }
-        let robots = configuration.honoursRobots ? RobotsGate(
-            loader: manager.loader, userAgent: configuration.downloads.userAgent, connectTo: configuration.downloads.connectTo,
-            timeout: configuration.downloads.timeout, onFetch: { [manager] host in manager.noteRequest(host: host) }
-        ) : nil
-        let run = Run(pipeline: self, manager: manager, sink: sink, source: source, robots: robots, onEvent: onEvent)
+        let site = siteGate(
+            loader: manager.loader, memoryIn: sink.stateDirectory, onFetch: { [manager] host in manager.noteRequest(host: host) },
+            pace: { [manager] host in await manager.waitForHostRate(host: host) }
+        ) {
+            onEvent(.notice($0))
+        }
+        let run = Run(pipeline: self, manager: manager, sink: sink, source: source, site: site, onEvent: onEvent)
         var sourceError: (any Error)?
         var exhausted = false
         await withTaskCancellationHandler {
@@ -172,12 +177,36 @@ public struct Pipeline: Sendable {
             run.stop()
         }
         await sink.drain()
+        site?.flush()
         await sink.finish(sourceExhausted: exhausted && !Task.isCancelled && !run.hasFailedFatally)
         await manager.shutdown()
         await run.finishNotifications(cancel: Task.isCancelled)
         return Report(
             tally: run.tally.withLock { $0 }, sourceError: sourceError, sourceExhausted: exhausted,
             fatal: run.fatal.withLock { $0 }, interrupted: Task.isCancelled
+        )
+    }
+
+    /// The gate that reads the site files whose signals the run honours (none: `nil`), remembering them in the sink's
+    /// state folder when it has one.
+    private func siteGate(
+        loader: any HTTPLoading, memoryIn state: URL?, onFetch: @escaping @Sendable (String) -> Void,
+        pace: @escaping @Sendable (String) async -> Void, onNotice: @escaping @Sendable (String) -> Void
+    ) -> SiteGate? {
+        guard configuration.readsSiteFiles else { return nil }
+        let consent = configuration.consent
+        var files: SiteGate.Files = []
+        if !consent.ignored.isSuperset(of: [.robots, .contentSignal, .contentUsage]) { files.insert(.robots) }
+        // The TDMRep file is asked for only where its reservations would count for the run's purpose.
+        if !consent.ignored.contains(.tdmrepFile), consent.purposes(reservedBy: .tdmReservation(reserved: true)).contains(consent.purpose) {
+            files.insert(.tdmrep)
+        }
+        guard !files.isEmpty else { return nil }
+        let downloads = configuration.downloads
+        return SiteGate(
+            loader: loader, agent: consent.robotsTag.agent, userAgent: downloads.userAgent, connectTo: downloads.connectTo,
+            timeout: downloads.timeout, files: files, honoursDisallow: !consent.ignored.contains(.robots),
+            memory: state.flatMap { try? SiteMemory(directory: $0) }, onFetch: onFetch, onNotice: onNotice, pace: pace
         )
     }
 
@@ -197,7 +226,7 @@ extension Pipeline {
         let manager: DownloadManager
         let sink: any ImageSink
         let source: any CandidateSource
-        let robots: RobotsGate?
+        let site: SiteGate?
         let onEvent: @Sendable (Event) -> Void
         let tally = Locked(Tally())
         /// The run's transform with the memory its decodes share (``ImageTransform/memoryLimit``) and the sink's decode
@@ -220,12 +249,12 @@ extension Pipeline {
             var waiter: (threshold: Int, continuation: CheckedContinuation<Void, Never>)?
         }
 
-        init(pipeline: Pipeline, manager: DownloadManager, sink: any ImageSink, source: any CandidateSource, robots: RobotsGate?, onEvent: @escaping @Sendable (Event) -> Void) {
+        init(pipeline: Pipeline, manager: DownloadManager, sink: any ImageSink, source: any CandidateSource, site: SiteGate?, onEvent: @escaping @Sendable (Event) -> Void) {
             self.pipeline = pipeline
             self.manager = manager
             self.sink = sink
             self.source = source
-            self.robots = robots
+            self.site = site
             self.onEvent = onEvent
             let configured = pipeline.configuration.transform.flatMap { $0.isIdentity ? nil : $0 }
             let decodes = configured != nil || pipeline.configuration.deduplication.nearPolicy != nil
@@ -310,7 +339,7 @@ extension Pipeline {
 
         /// One candidate from download to published file, carried by callbacks from the thread where each step ends (a
         /// robots.txt fetch, the download queue's verification, the sink's publication): no task per image. The host's
-        /// robots.txt is asked on the download's own slot (`DownloadRequest.robots`).
+        /// site files are asked on the download's own slot (`DownloadRequest.site`).
         func start(_ candidate: Candidate) {
             flow.withLock { $0.inFlight += 1 }
             download(candidate)
@@ -357,7 +386,7 @@ extension Pipeline {
 
         private func request(for candidate: Candidate) -> DownloadRequest {
             var request = DownloadRequest(
-                url: candidate.url, directory: sink.stagingDirectory, filter: configuration.filter, optOut: configuration.optOut, robots: robots
+                url: candidate.url, directory: sink.stagingDirectory, filter: configuration.filter, consent: configuration.consent, site: site
             )
             request.transform = transform
             request.hasher = hasher
@@ -369,10 +398,10 @@ extension Pipeline {
             switch downloaded {
             case .failure(.cancelled):
                 return .settled(kept: true)
-            case let .failure(.optedOut(directive)):
-                refuse(candidate, as: .optedOut("X-Robots-Tag: \(directive)"))
-            case let .failure(.disallowed(refusal)):
-                refuse(candidate, as: .disallowed(refusal))
+            case let .failure(.optedOut(reservation)):
+                refuse(candidate, as: .optedOut(reservation))
+            case let .failure(.disallowed(reservation)):
+                refuse(candidate, as: .disallowed(reservation))
             case let .failure(.filtered(reason)):
                 settle(candidate, as: .filtered(reason))
                 onEvent(.filtered(candidate, reason))
@@ -404,6 +433,7 @@ extension Pipeline {
                     $0.saved += 1
                     $0.bytes += record.bytes
                     if image.source.isCached { $0.cacheHits += 1 }
+                    if image.declarations.isGenerated { $0.generated += 1 }
                 }
                 onEvent(.saved(record, candidate, source: image.source))
                 if let work = source.saveNotification(for: candidate) {

@@ -64,6 +64,8 @@ public final class FolderSink: ImageSink {
 
     public var decodeJournal: DecodeJournal? { folder.decodeJournal }
 
+    public var stateDirectory: URL? { folder.stateDirectory }
+
     public func contains(normalizedURL: String, provenance: ImageProvenance) -> Bool {
         folder.contains(normalizedURL: normalizedURL, label: label?.name)
     }
@@ -108,7 +110,10 @@ public final class FolderSink: ImageSink {
         switch outcome {
         case let .failed(reason, _, isTransient):
             try? store.recordFailure(url: url, provider: provider, reason: reason, isTransient: isTransient)
-        case .filtered, .optedOut, .disallowed, .nearDuplicate:
+        case let .optedOut(reservation), let .disallowed(reservation):
+            // Kept as the reason (``RowStatus/recordedAsReasons``), with its evidence, so that a later run passes over it.
+            try? store.recordFailure(url: url, provider: provider, reason: outcome.status.rawValue, isTransient: false, refusal: reservation)
+        case .filtered, .nearDuplicate:
             // Kept as the reason (``RowStatus/recordedAsReasons``), so that a later run passes over it too.
             try? store.recordFailure(url: url, provider: provider, reason: outcome.status.rawValue, isTransient: false)
         case .invalid, .duplicate:
@@ -134,7 +139,7 @@ extension ManifestRecord {
             key: provenance.key, caption: provenance.caption, label: provenance.label,
             originalWidth: image.originalWidth, originalHeight: image.originalHeight, originalFormat: image.originalFormat?.rawValue,
             originalBytes: image.originalBytes, pdq: image.perceptualHash,
-            pdqTrimmed: image.trimmedHashes, columns: provenance.columns
+            pdqTrimmed: image.trimmedHashes, declarations: image.declarations, columns: provenance.columns
         )
     }
 }

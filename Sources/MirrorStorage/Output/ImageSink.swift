@@ -76,10 +76,10 @@ public enum SettledOutcome: Sendable, Hashable {
     case failed(reason: String, message: String, isTransient: Bool)
     /// A valid image that a filter turned away.
     case filtered(String)
-    /// The image's `X-Robots-Tag` opts it out (the directive, as a message).
-    case optedOut(String)
-    /// Its host's robots.txt disallows it (why, as a message).
-    case disallowed(String)
+    /// Its owner reserved it against the run's purpose (the reservation, with the signal and where it was read).
+    case optedOut(Reservation)
+    /// Its host's robots.txt disallows it (the reservation: the rule, or why the file could not be had).
+    case disallowed(Reservation)
     /// The URL came up earlier in this run, or the same bytes are already saved (`of` names them).
     case duplicate(of: String?)
     /// The same picture to the eye is already saved (`of` names it; their PDQ hashes `distance` bits apart).
@@ -104,7 +104,7 @@ public enum SettledOutcome: Sendable, Hashable {
         case let .invalid(reason): reason
         case let .failed(_, message, _): message
         case let .filtered(reason): reason
-        case let .optedOut(message), let .disallowed(message): message
+        case let .optedOut(reservation), let .disallowed(reservation): reservation.message
         case let .duplicate(existing): existing.map { "same image as \($0)" }
         case let .nearDuplicate(existing, distance): "looks the same as \(existing) (PDQ distance \(distance))"
         }
@@ -152,6 +152,10 @@ public protocol ImageSink: Sendable {
     /// The journal of images being decoded, in the sink's state folder, or `nil` (the default) for a sink that keeps
     /// no state: there a decoder's crash would come back on every rerun.
     var decodeJournal: DecodeJournal? { get }
+
+    /// The sink's state folder (`.mirror/`, or a copy's own under it), where a run keeps what it may reuse next time
+    /// (``SiteMemory``), or `nil` (the default) for a sink that keeps no state.
+    var stateDirectory: URL? { get }
 }
 
 extension ImageSink {
@@ -160,6 +164,8 @@ extension ImageSink {
     public var containsTellsByRow: Bool { false }
 
     public var decodeJournal: DecodeJournal? { nil }
+
+    public var stateDirectory: URL? { nil }
 
     /// Publishes a verified image (see ``publish(_:stem:provenance:completion:)``) and returns how it ended.
     public func publish(_ image: VerifiedImage, stem: String, provenance: ImageProvenance) async -> PublishOutcome {

@@ -64,6 +64,19 @@ public struct ManifestRecord: Decodable, Sendable, Hashable {
     public var pdqQuality: Int?
     /// PDQ hashes of the image's centre without 1.5, 3 and 4.5 % of each border, or `nil` with no ``pdq``.
     public var pdqTrimmed: [String]?
+    /// The purpose the run matched reservations against (`ai-train`, …), or `nil` for a record an earlier mirror wrote.
+    public var purpose: String?
+    /// Whether the image declares a machine made it (``ImageDeclarations/isGenerated``).
+    public var generated: Bool
+    /// The digital source type the image declares (an IPTC NewsCodes URI), or `nil`.
+    public var sourceType: String?
+    /// Where it declares it: `iptc` (its XMP) or `c2pa` (its Content Credentials), or `nil`.
+    public var sourceTypeFrom: String?
+    /// Whether the image carried a C2PA manifest store (read; its signature is not validated).
+    public var c2pa: Bool
+    /// Reservations read for it that `--ignore-opt-out` set aside (`content-signal ai-train=no (robots.txt, group *)`),
+    /// or `nil` when none were.
+    public var optOutsIgnored: [String]?
     /// Columns carried from the table (`--keep-cols`), written after the schema's fields under their own names.
     public var columns: [KeptColumn] = []
 
@@ -84,6 +97,11 @@ public struct ManifestRecord: Decodable, Sendable, Hashable {
         case pdq
         case pdqQuality = "pdq_quality"
         case pdqTrimmed = "pdq_trimmed"
+        case purpose, generated
+        case sourceType = "source_type"
+        case sourceTypeFrom = "source_type_from"
+        case c2pa
+        case optOutsIgnored = "opt_outs_ignored"
     }
 
     private enum LegacyKeys: String, CodingKey {
@@ -94,7 +112,7 @@ public struct ManifestRecord: Decodable, Sendable, Hashable {
     public struct Field: Sendable, Hashable {
         /// The JSON type of a field's value (besides `null` for a nullable field).
         public enum JSONType: String, Sendable, Hashable {
-            case string, integer
+            case string, integer, boolean
             case strings = "array of strings"
         }
 
@@ -135,6 +153,12 @@ public struct ManifestRecord: Decodable, Sendable, Hashable {
             Field(.pdq, type: .string, nullWhen: "not hashed (`--dedup exact` or `none`, or not decodable)", meaning: "what the image looks like: its PDQ hash as served, 64 hex digits"),
             Field(.pdqQuality, type: .integer, nullWhen: "not hashed", meaning: "PDQ's quality of that hash, 0-100 (under 50: never matched)"),
             Field(.pdqTrimmed, type: .strings, nullWhen: "not hashed", meaning: "PDQ hashes of its centre without 1.5, 3 and 4.5 % of each border (copies trimmed at the edges match one)"),
+            Field(.purpose, type: .string, nullWhen: "written by an earlier mirror, which read no reservations", meaning: "the purpose reservations were matched against (`--purpose`: `ai-train`, `ai-input`, `search`, `archive`)"),
+            Field(.generated, type: .boolean, meaning: "whether the image declares a machine made it (IPTC digital source type `trainedAlgorithmicMedia`, `compositeWithTrainedAlgorithmicMedia` or `algorithmicMedia`, in its XMP or its C2PA manifest)"),
+            Field(.sourceType, type: .string, nullWhen: "the image declares none", meaning: "the digital source type it declares, an IPTC NewsCodes URI"),
+            Field(.sourceTypeFrom, type: .string, nullWhen: "the image declares none", meaning: "where it declares it: `iptc` (XMP) or `c2pa` (Content Credentials)"),
+            Field(.c2pa, type: .boolean, meaning: "whether it carried a C2PA manifest store (read; its signature is not validated)"),
+            Field(.optOutsIgnored, type: .strings, nullWhen: "none was set aside", meaning: "reservations `--ignore-opt-out` set aside for it: signal, value and where each was read"),
         ]
 
         /// The names no `--keep-cols` column may take (they are the schema's).
@@ -154,7 +178,7 @@ public struct ManifestRecord: Decodable, Sendable, Hashable {
         width: Int, height: Int, bytes: Int64, sha256: String, format: String, query: String? = nil, fetchedAt: Date,
         key: String? = nil, caption: String? = nil, label: String? = nil, originalWidth: Int? = nil, originalHeight: Int? = nil,
         originalFormat: String? = nil, originalBytes: Int64? = nil, pdq: PerceptualHash? = nil, pdqTrimmed: [SIMD4<UInt64>] = [],
-        columns: [KeptColumn] = []
+        declarations: ImageDeclarations = ImageDeclarations(), columns: [KeptColumn] = []
     ) {
         self.file = file
         self.url = url
@@ -183,6 +207,12 @@ public struct ManifestRecord: Decodable, Sendable, Hashable {
         self.pdq = pdq?.hex
         pdqQuality = pdq?.quality
         self.pdqTrimmed = pdq == nil ? nil : pdqTrimmed.map { PerceptualHash(bits: $0, quality: 0).hex }
+        purpose = declarations.purpose?.rawValue
+        generated = declarations.isGenerated
+        sourceType = declarations.sourceType
+        sourceTypeFrom = declarations.sourceTypeFrom?.rawValue
+        c2pa = declarations.hasC2PAManifest
+        optOutsIgnored = declarations.ignored.isEmpty ? nil : declarations.ignored.map(\.summary)
         self.columns = columns
     }
 
@@ -230,6 +260,13 @@ public struct ManifestRecord: Decodable, Sendable, Hashable {
         pdq = try container.decodeIfPresent(String.self, forKey: .pdq)
         pdqQuality = try container.decodeIfPresent(Int.self, forKey: .pdqQuality)
         pdqTrimmed = try container.decodeIfPresent([String].self, forKey: .pdqTrimmed)
+        // Records an earlier mirror wrote say nothing of consent or provenance.
+        purpose = try container.decodeIfPresent(String.self, forKey: .purpose)
+        generated = try container.decodeIfPresent(Bool.self, forKey: .generated) ?? false
+        sourceType = try container.decodeIfPresent(String.self, forKey: .sourceType)
+        sourceTypeFrom = try container.decodeIfPresent(String.self, forKey: .sourceTypeFrom)
+        c2pa = try container.decodeIfPresent(Bool.self, forKey: .c2pa) ?? false
+        optOutsIgnored = try container.decodeIfPresent([String].self, forKey: .optOutsIgnored)
     }
 
     /// The record as one line of JSON, newline included.
@@ -265,6 +302,12 @@ public struct ManifestRecord: Decodable, Sendable, Hashable {
         try line.field(.pdq, pdq)
         line.field(.pdqQuality, pdqQuality)
         try line.field(.pdqTrimmed, strings: pdqTrimmed)
+        try line.field(.purpose, purpose)
+        line.field(.generated, generated)
+        try line.field(.sourceType, sourceType)
+        try line.field(.sourceTypeFrom, sourceTypeFrom)
+        line.field(.c2pa, c2pa)
+        try line.field(.optOutsIgnored, strings: optOutsIgnored)
         for column in columns {
             try line.field(name: column.name, json: column.json)
         }
@@ -309,6 +352,11 @@ public struct ManifestRecord: Decodable, Sendable, Hashable {
                 try Self.quote(string, into: &bytes)
             }
             bytes.append(UInt8(ascii: "]"))
+        }
+
+        mutating func field(_ key: CodingKeys, _ value: Bool) {
+            self.key(key.rawValue)
+            bytes.append(contentsOf: (value ? "true" : "false").utf8)
         }
 
         mutating func field(_ key: CodingKeys, _ value: Int?) {

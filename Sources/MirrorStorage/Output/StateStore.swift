@@ -7,7 +7,9 @@ import MirrorCore
 /// Three tables, readable with the `sqlite3` shell so that people can see what happened:
 /// - `images`: every saved image with all its manifest fields (the manifest and the files are the
 ///   truth; the table is brought in line with them each time the folder is opened);
-/// - `attempts`: URLs that failed, why, how often, whether trying again may help, and when;
+/// - `attempts`: URLs that failed, why, how often, whether trying again may help, and when; for a URL its owner's
+///   reservation kept out (`opted_out`, `disallowed`), the signal, what it said, where it was read, the purpose it
+///   reserved and the TDMRep policy it named (`signal`, `value`, `location`, `purpose`, `policy`);
 /// - `searches`: the history of searches into this folder (query, providers, first and last run,
 ///   runs, images saved, pages fetched, whether the sources ran dry).
 public final class StateStore: Sendable {
@@ -18,6 +20,9 @@ public final class StateStore: Sendable {
         public var attempts: Int
         public var isTransient: Bool
         public var lastAttempt: Date
+        /// For a refusal, the signal that made it (`robots`, `content-signal`, …); `nil` otherwise, and for refusals
+        /// recorded before signals were.
+        public var signal: String?
     }
 
     /// One search, as the `searches` table remembers it.
@@ -91,6 +96,15 @@ public final class StateStore: Sendable {
                 t.uniqueKey(["query", "providers"])
             }
         }
+        migrator.registerMigration("v2: the evidence of refusals") { db in
+            try db.alter(table: "attempts") { t in
+                t.add(column: "signal", .text)
+                t.add(column: "value", .text)
+                t.add(column: "location", .text)
+                t.add(column: "purpose", .text)
+                t.add(column: "policy", .text)
+            }
+        }
         return migrator
     }
 
@@ -147,19 +161,35 @@ public final class StateStore: Sendable {
 
     // MARK: Attempts
 
-    /// Records a failed download of a URL.
-    public func recordFailure(url: URL, provider: String?, reason: String, isTransient: Bool, at date: Date = Date()) throws {
+    /// Records a failed download of a URL; for a refusal, with the reservation's evidence.
+    public func recordFailure(
+        url: URL, provider: String?, reason: String, isTransient: Bool, refusal: Reservation? = nil, at date: Date = Date()
+    ) throws {
+        let evidence = refusal?.evidence
         try database.write { db in
             try db.execute(
                 sql: """
-                INSERT INTO attempts (normalized_url, url, provider, reason, attempts, transient, last_attempt_at)
-                VALUES (?, ?, ?, ?, 1, ?, ?)
+                INSERT INTO attempts (normalized_url, url, provider, reason, attempts, transient, last_attempt_at, signal, value,
+                    location, purpose, policy)
+                VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT(normalized_url) DO UPDATE SET
                     reason = excluded.reason, attempts = attempts + 1, transient = excluded.transient,
-                    last_attempt_at = excluded.last_attempt_at
+                    last_attempt_at = excluded.last_attempt_at, signal = excluded.signal, value = excluded.value,
+                    location = excluded.location, purpose = excluded.purpose, policy = excluded.policy
                 """,
-                arguments: [CacheKey(url: url).normalizedURL, url.absoluteString, provider, reason, isTransient, date]
+                arguments: [
+                    CacheKey(url: url).normalizedURL, url.absoluteString, provider, reason, isTransient, date, evidence?.signal.rawValue,
+                    evidence?.value, evidence?.location, refusal?.purpose.rawValue, evidence?.policy,
+                ]
             )
+        }
+    }
+
+    /// Remembered refusals by the signal that made them (`robots`, `content-signal`, `tdmrep-file`, …).
+    public func refusalsBySignal() throws -> [String: Int] {
+        try database.read { db in
+            let rows = try Row.fetchAll(db, sql: "SELECT signal, COUNT(*) AS count FROM attempts WHERE signal IS NOT NULL GROUP BY signal")
+            return Dictionary(uniqueKeysWithValues: rows.map { ($0["signal"] as String, $0["count"] as Int) })
         }
     }
 
@@ -204,8 +234,11 @@ public final class StateStore: Sendable {
     /// All remembered failures.
     public func attempts() throws -> [Attempt] {
         try database.read { db in
-            try Row.fetchAll(db, sql: "SELECT url, reason, attempts, transient, last_attempt_at FROM attempts ORDER BY last_attempt_at").map {
-                Attempt(url: $0["url"], reason: $0["reason"], attempts: $0["attempts"], isTransient: $0["transient"], lastAttempt: $0["last_attempt_at"])
+            try Row.fetchAll(db, sql: "SELECT url, reason, attempts, transient, last_attempt_at, signal FROM attempts ORDER BY last_attempt_at").map {
+                Attempt(
+                    url: $0["url"], reason: $0["reason"], attempts: $0["attempts"], isTransient: $0["transient"], lastAttempt: $0["last_attempt_at"],
+                    signal: $0["signal"]
+                )
             }
         }
     }

@@ -19,10 +19,14 @@ public struct Tally: Sendable, Hashable {
     public var filtered = 0
     /// Rows that gave no URL.
     public var invalid = 0
-    /// Images whose `X-Robots-Tag` opted them out.
+    /// Images their owner reserved against the run's purpose (a site file, a response header, the image's marks).
     public var optedOut = 0
     /// URLs their host's robots.txt disallows.
     public var disallowed = 0
+    /// ``optedOut`` and ``disallowed`` by the signal that refused them (`robots`, `content-signal`, `tdmrep-file`, …).
+    public var refusals: [String: Int] = [:]
+    /// Of ``saved``, the images that declare a machine made them (``ImageDeclarations/isGenerated``).
+    public var generated = 0
     /// Candidates passed over because they failed for good on an earlier run.
     public var skipped = 0
     /// Downloads that gave no image.
@@ -55,10 +59,12 @@ public struct Tally: Sendable, Hashable {
             if isTransient { transient += 1 }
         case .filtered:
             filtered += 1
-        case .optedOut:
+        case let .optedOut(reservation):
             optedOut += 1
-        case .disallowed:
+            refusals[reservation.signal.rawValue, default: 0] += 1
+        case let .disallowed(reservation):
             disallowed += 1
+            refusals[reservation.signal.rawValue, default: 0] += 1
         case .duplicate:
             duplicates += 1
         case .nearDuplicate:
@@ -66,20 +72,25 @@ public struct Tally: Sendable, Hashable {
         }
     }
 
-    /// Counts a row that ended in `status`: a failure with its `reason` and whether it may pass later, a saved image
-    /// with its `bytes`.
-    public mutating func count(_ status: RowStatus, reason: String? = nil, isTransient: Bool = false, bytes: Int64 = 0) {
+    /// Counts a row that ended in `status`: a failure with its `reason` and whether it may pass later, a refusal with
+    /// its signal as `reason`, a saved image with its `bytes` and whether it declares it was `generated`.
+    public mutating func count(_ status: RowStatus, reason: String? = nil, isTransient: Bool = false, bytes: Int64 = 0, generated: Bool = false) {
         switch status {
         case .saved:
             saved += 1
             self.bytes += bytes
+            if generated { self.generated += 1 }
         case .failed: count(.failed(reason: reason ?? "unknown", message: "", isTransient: isTransient))
         case .invalid: invalid += 1
         case .duplicate: duplicates += 1
         case .nearDuplicate: nearDuplicates += 1
         case .filtered: filtered += 1
-        case .optedOut: optedOut += 1
-        case .disallowed: disallowed += 1
+        case .optedOut:
+            optedOut += 1
+            refusals[reason ?? ConsentSignal.xRobotsTag.rawValue, default: 0] += 1
+        case .disallowed:
+            disallowed += 1
+            refusals[reason ?? ConsentSignal.robots.rawValue, default: 0] += 1
         }
     }
 
@@ -93,6 +104,8 @@ public struct Tally: Sendable, Hashable {
         tally.invalid += other.invalid
         tally.optedOut += other.optedOut
         tally.disallowed += other.disallowed
+        tally.refusals.merge(other.refusals, uniquingKeysWith: +)
+        tally.generated += other.generated
         tally.skipped += other.skipped
         tally.failed += other.failed
         tally.failures.merge(other.failures, uniquingKeysWith: +)
@@ -104,7 +117,7 @@ public struct Tally: Sendable, Hashable {
 
 extension Tally {
     /// The counts as a shard's stats file and `mirror status --json` name them (`saved`, `failed`, `transient`,
-    /// `failures`, `invalid`, `duplicates`, `filtered`, `opted_out`, `disallowed`, `bytes`). Read leniently: a count
+    /// `failures`, `invalid`, `duplicates`, `filtered`, `opted_out`, `disallowed`, `refusals`, `generated`, `bytes`). Read leniently: a count
     /// a file does not have is 0, so stats written before `transient` was counted read as if every failure were
     /// permanent.
     package struct Counts: Codable, Equatable {
@@ -119,11 +132,15 @@ extension Tally {
         var filtered = 0
         var optedOut = 0
         var disallowed = 0
+        /// Refusals by signal; left out when there are none (and in every file written before they were counted).
+        var refusals: [String: Int]?
+        /// Saved images that declare they were generated; left out when there are none.
+        var generated: Int?
         /// Left out where the bytes are not known (a folder's `mirror status --json`).
         package var bytes: Int64?
 
         private enum CodingKeys: String, CodingKey {
-            case saved, failed, transient, failures, invalid, duplicates, filtered, disallowed, bytes
+            case saved, failed, transient, failures, invalid, duplicates, filtered, disallowed, refusals, generated, bytes
             case optedOut = "opted_out"
             case nearDuplicates = "near_duplicates"
         }
@@ -138,6 +155,8 @@ extension Tally {
             (filtered, optedOut, disallowed) = (try count(.filtered), try count(.optedOut), try count(.disallowed))
             failures = try container.decodeIfPresent([String: Int].self, forKey: .failures) ?? [:]
             nearDuplicates = try container.decodeIfPresent(Int.self, forKey: .nearDuplicates)
+            refusals = try container.decodeIfPresent([String: Int].self, forKey: .refusals)
+            generated = try container.decodeIfPresent(Int.self, forKey: .generated)
             bytes = try container.decodeIfPresent(Int64.self, forKey: .bytes)
         }
     }
@@ -149,6 +168,8 @@ extension Tally {
         (counts.invalid, counts.duplicates, counts.filtered) = (invalid, duplicates, filtered)
         (counts.optedOut, counts.disallowed, counts.bytes) = (optedOut, disallowed, bytes)
         counts.nearDuplicates = nearDuplicates > 0 ? nearDuplicates : nil
+        counts.refusals = refusals.isEmpty ? nil : refusals
+        counts.generated = generated > 0 ? generated : nil
         return counts
     }
 
@@ -160,5 +181,7 @@ extension Tally {
         (invalid, duplicates, filtered) = (counts.invalid, counts.duplicates, counts.filtered)
         (optedOut, disallowed, bytes) = (counts.optedOut, counts.disallowed, counts.bytes ?? 0)
         nearDuplicates = counts.nearDuplicates ?? 0
+        refusals = counts.refusals ?? [:]
+        generated = counts.generated ?? 0
     }
 }

@@ -39,6 +39,8 @@ public struct VerifiedImage: Sendable, Equatable {
     /// The same of the image's centre without 1.5 %, 3 % and 4.5 % of each border: a copy trimmed at its edges hashes
     /// near one of them (empty when there is no ``perceptualHash``).
     public var trimmedHashes: [SIMD4<UInt64>] = []
+    /// What the image declares of how it was made, and the reservations read for it that the run set aside.
+    public var declarations = ImageDeclarations()
 
     /// A verified image as a download leaves it (the originals are set when a transform replaces the bytes).
     package init(

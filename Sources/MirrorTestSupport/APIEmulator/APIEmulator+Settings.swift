@@ -111,6 +111,32 @@ extension APIEmulator {
         public static let none = ImageFaultRates()
     }
 
+    /// How an emulated image's owner reserves it against AI training: in its response's headers, or in the image.
+    public enum Reservation: String, Sendable, Hashable, CaseIterable {
+        /// `X-Robots-Tag: noai`.
+        case robotsTag
+        /// `Content-Usage: train-ai=n` (IETF aipref).
+        case contentUsage
+        /// `tdm-reservation: 1` with a `tdm-policy` (TDMRep).
+        case tdmHeader
+        /// An XMP packet in the PNG (an `iTXt` chunk) whose `plus:DataMining` is `DMI-PROHIBITED-AIMLTRAINING`.
+        case xmp
+    }
+
+    /// Which of a provider's images are reserved: every `every`-th result (index 0, `every`, `2 × every`, …), by `kind`.
+    public struct ReservedImages: Sendable, Hashable {
+        public var kind: Reservation
+        public var every: Int
+
+        public init(_ kind: Reservation, every: Int) {
+            self.kind = kind
+            self.every = max(1, every)
+        }
+
+        /// Whether result `index` is reserved.
+        public func reserves(index: Int) -> Bool { index % every == 0 }
+    }
+
     /// How an image misbehaves; see ``ImageFaultRates``.
     public enum ImageFault: String, Sendable, Hashable, CaseIterable {
         case notFound, htmlAsImage, truncated, serverErrorOnce
@@ -154,6 +180,8 @@ extension APIEmulator {
         public var pictureVariants = 0
         /// Image faults per provider; missing means none.
         public var imageFaults: [Provider: ImageFaultRates] = [:]
+        /// Images their owners reserved against AI training, per provider; missing means none.
+        public var reservations: [Provider: ReservedImages] = [:]
         /// Providers that ignore the page they are asked for and answer every request with the first page
         /// (a real-world glitch: a cursor the server forgets). Their paging parameters (`page`, `gsroffset`,
         /// `offset`, `start`) are dropped before the request is answered.

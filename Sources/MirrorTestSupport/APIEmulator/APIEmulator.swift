@@ -434,8 +434,15 @@ final class EmulatorCore: Sendable {
                 state.withLock { _ = $0.failedOnce.insert(path) }
                 response = .status(500, headers: [("Content-Type", "text/html")], body: Data("<html><body><h1>500 Internal Server Error</h1></body></html>\n".utf8))
             case .serverErrorOnce?, nil:
-                response = .ok(body(image), contentType: "image/png")
+                let reservation = settings.reservations[provider].flatMap { $0.reserves(index: index) ? $0.kind : nil }
+                response = .ok(reservation == .xmp ? TestImages.withXMP(body(image), TestImages.dataMiningXMP) : body(image), contentType: "image/png")
                 response.headers.append(("Cache-Control", "max-age=86400"))
+                switch reservation {
+                case .robotsTag?: response.headers.append(("X-Robots-Tag", "noai"))
+                case .contentUsage?: response.headers.append(("Content-Usage", "train-ai=n"))
+                case .tdmHeader?: response.headers += [("tdm-reservation", "1"), ("tdm-policy", baseURL + "/tdm-policy.json")]
+                case .xmp?, nil: break
+                }
             }
         } else {
             response = EmulatorJSON.notFoundPage

@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import MirrorKit
 
-/// `mirror urls`'s dataset options: the output format, resizing, filters, and consent (opt-out headers, robots.txt).
+/// `mirror urls`'s dataset options: the output format, resizing, filters, and the site files (robots.txt, TDMRep).
 struct DatasetOptions: ParsableArguments {
     @Option(help: "What to write: folder (files and manifest.jsonl) or webdataset (tar shards with records and stats).")
     var format = "folder"
@@ -10,13 +10,7 @@ struct DatasetOptions: ParsableArguments {
     @Option(help: "Table rows per WebDataset shard.")
     var shardSize = 10_000
 
-    @Option(help: "X-Robots-Tag directives that keep an image out, comma-separated (default noai,noimageai,noindex,noimageindex).")
-    var optOutTokens: String?
-
-    @Flag(help: "Save images whose X-Robots-Tag opts them out.")
-    var ignoreOptOut = false
-
-    @Flag(help: "Fetch URLs their host's robots.txt disallows for mirror.")
+    @Flag(help: "Fetch URLs their host's robots.txt disallows for mirror (the same as --ignore-opt-out robots).")
     var ignoreRobots = false
 
     @Option(help: "Resize saved images: no, keep-ratio (longer side = --size), center-crop (square) or pad (square, black borders).")
@@ -67,7 +61,7 @@ struct DatasetOptions: ParsableArguments {
     /// Sets the job's format, transform, filter and consent from the options.
     func apply(to configuration: inout URLListJob.Configuration) {
         configuration.format = format == "webdataset" ? .webDataset(shardSize: shardSize) : .folder
-        configuration.honoursRobots = !ignoreRobots
+        if ignoreRobots { configuration.consent.ignored.insert(.robots) }
         let transform = ImageTransform(
             fit: ImageTransform.Fit(rawValue: resize) ?? .no, size: size, onlyIfBigger: resizeOnlyIfBigger,
             encoding: encode.flatMap(ImageTransform.Encoding.init) ?? ImageTransform.Encoding.default(for: configuration.format), quality: quality,
@@ -79,11 +73,6 @@ struct DatasetOptions: ParsableArguments {
             filter.minimumSide = minImageSize ?? 0
             filter.maximumAspectRatio = maxAspectRatio
             configuration.filter = filter
-        }
-        if ignoreOptOut {
-            configuration.optOut = nil
-        } else if let tokens = optOutTokens {
-            configuration.optOut = OptOutPolicy(tokens: Set(tokens.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }))
         }
     }
 }

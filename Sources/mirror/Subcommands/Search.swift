@@ -67,6 +67,7 @@ struct Search: AsyncParsableCommand {
     @OptionGroup var network: NetworkOptions
     @OptionGroup var cache: CacheOptions
     @OptionGroup var outputOptions: OutputOptions
+    @OptionGroup(title: "What the owner reserved") var consent: ConsentOptions
     @OptionGroup(title: "With --queries, on a cluster") var sharding: ShardOptions
 
     var queryText: String { query.joined(separator: " ").trimmingCharacters(in: .whitespaces) }
@@ -138,6 +139,7 @@ struct Search: AsyncParsableCommand {
         network.apply(to: &configuration.downloads)
         configuration.apiRetry.maximumRetries = apiRetries
         configuration.isSyncEnabled = !outputOptions.noFsync
+        configuration.consent = consent.policy
         if !cache.noCache {
             let directory = cache.cacheDirectory.map { URL(fileURLWithPath: $0) } ?? DiskCache.defaultDirectory()
             configuration.downloads.cache = ImageCache(configuration: .init { $0.directory = directory })
@@ -146,6 +148,7 @@ struct Search: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if !dryRun { consent.warnIfIgnoring(consent.policy, quiet: outputOptions.quiet) }
         if let queries {
             try await runQueries(queries)
             return
@@ -303,6 +306,9 @@ struct Search: AsyncParsableCommand {
             text += ", \(summary.tally.failed) failed, \(summary.duplicates) duplicates"
             if summary.tally.nearDuplicates > 0 { text += ", \(summary.tally.nearDuplicates) near-duplicates" }
             text += ", \(summary.filtered) filtered"
+            let refused = summary.tally.optedOut + summary.tally.disallowed
+            if refused > 0 { text += " (\(refused) reserved against \(summary.purpose.rawValue): " + Urls.bySignal(summary.tally.refusals) + ")" }
+            if summary.tally.generated > 0 { text += ", \(summary.tally.generated) of the saved declare they were generated" }
             text += ", \(summary.pages) pages"
             text += String(format: " in %.1fs", summary.seconds)
             let failed = summary.providerStatus.filter { $0.status == .failed }

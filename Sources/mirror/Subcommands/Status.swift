@@ -31,7 +31,8 @@ struct Status: AsyncParsableCommand {
             if json {
                 FileHandle.standardOutput.write(Data(folder.json.utf8) + Data("\n".utf8))
             } else {
-                print(([target, "  saved       " + folder.tally.saved.formatted(.number.grouping(.automatic))] + Self.failureLines(folder.tally)).joined(separator: "\n"))
+                let saved = "  saved       " + folder.tally.saved.formatted(.number.grouping(.automatic))
+                print(([target, saved] + Self.failureLines(folder.tally) + Self.otherLines(folder.tally)).joined(separator: "\n"))
             }
             throw (folder.tally.failed == 0 ? ExitStatus.success : ExitStatus.exhausted).exitCode
         }
@@ -61,7 +62,10 @@ struct Status: AsyncParsableCommand {
               names.contains("manifest.jsonl"), !names.contains(where: { ShardFileName.parse($0) != nil }) else { return nil }
         var tally = Tally()
         if let manifest = FileManager.default.contents(atPath: directory.appendingPathComponent("manifest.jsonl").path) {
-            tally.saved = manifest.split(separator: UInt8(ascii: "\n")).count
+            let lines = manifest.split(separator: UInt8(ascii: "\n"))
+            tally.saved = lines.count
+            let generated = Data(#""generated":true"#.utf8)
+            tally.generated = lines.filter { $0.firstRange(of: generated) != nil }.count
         }
         let database = directory.appendingPathComponent(".mirror/state.sqlite")
         if FileManager.default.fileExists(atPath: database.path) {
@@ -73,7 +77,10 @@ struct Status: AsyncParsableCommand {
                 throw ExitStatus.failure.exitCode
             }
             for attempt in (try? store.attempts()) ?? [] {
-                tally.count(RowStatus(recordedReason: attempt.reason), reason: attempt.reason, isTransient: attempt.isTransient)
+                let status = RowStatus(recordedReason: attempt.reason)
+                // A refusal is counted by the signal that made it.
+                let reason = status == .optedOut || status == .disallowed ? attempt.signal : attempt.reason
+                tally.count(status, reason: reason, isTransient: attempt.isTransient)
             }
         }
         var counts = tally.counts
@@ -118,13 +125,26 @@ struct Status: AsyncParsableCommand {
         lines.append("  rows        " + number(status.rows))
         lines.append("  saved       " + number(status.tally.saved) + "  (" + ByteCountFormatter.string(fromByteCount: status.tally.bytes, countStyle: .file) + ")")
         lines += failureLines(status.tally)
-        for (label, value) in [("bad rows", status.tally.invalid), ("duplicates", status.tally.duplicates), ("near-dupl.", status.tally.nearDuplicates), ("filtered", status.tally.filtered), ("opted out", status.tally.optedOut), ("disallowed", status.tally.disallowed)] where value > 0 {
-            lines.append("  " + label.padding(toLength: 12, withPad: " ", startingAt: 0) + number(value))
-        }
+        lines += otherLines(status.tally)
         if let rate = status.imagesPerSecond, let started = status.started, let finished = status.finished {
             lines.append(String(format: "  throughput  %.1f images/s over %.1f s (first shard start to last shard end)", rate, finished - started))
         }
         return lines.joined(separator: "\n")
+    }
+
+    /// The rows that ended without an image and without failing: bad rows, duplicates, filtered, and the owners'
+    /// reservations by signal; and how many saved images declare they were generated.
+    static func otherLines(_ tally: Tally) -> [String] {
+        func number(_ value: Int) -> String { value.formatted(.number.grouping(.automatic)) }
+        var lines: [String] = []
+        for (label, value) in [("bad rows", tally.invalid), ("duplicates", tally.duplicates), ("near-dupl.", tally.nearDuplicates), ("filtered", tally.filtered), ("opted out", tally.optedOut), ("disallowed", tally.disallowed)] where value > 0 {
+            lines.append("  " + label.padding(toLength: 12, withPad: " ", startingAt: 0) + number(value))
+        }
+        if !tally.refusals.isEmpty {
+            lines.append("  reserved by " + tally.refusals.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.map { "\($0.key) \(number($0.value))" }.joined(separator: ", "))
+        }
+        if tally.generated > 0 { lines.append("  generated   \(number(tally.generated)) of the saved declare a machine made them") }
+        return lines
     }
 
     /// The failures by reason, then those that may work on another try and those that will not, with the command

@@ -55,6 +55,7 @@ struct Urls: AsyncParsableCommand {
     var dedup: String = "exact"
 
     @OptionGroup var dataset: DatasetOptions
+    @OptionGroup(title: "What the owner reserved") var consent: ConsentOptions
     @OptionGroup var sharding: ShardOptions
     @OptionGroup var network: NetworkOptions
     @OptionGroup var cache: CacheOptions
@@ -127,7 +128,9 @@ struct Urls: AsyncParsableCommand {
         configuration.deduplication = Deduplication(name: dedup) ?? .exact
         network.apply(to: &configuration.downloads)
         configuration.isSyncEnabled = !outputOptions.noFsync
+        configuration.consent = consent.policy
         dataset.apply(to: &configuration)
+        consent.warnIfIgnoring(configuration.consent, quiet: quiet)
         if !cache.noCache, useCache || cache.cacheDirectory != nil {
             let directory = cache.cacheDirectory.map { URL(fileURLWithPath: $0) } ?? DiskCache.defaultDirectory()
             configuration.downloads.cache = ImageCache(configuration: .init { $0.directory = directory })
@@ -145,6 +148,7 @@ struct Urls: AsyncParsableCommand {
                 case let .retrying(url, attempt, delay, reason): renderer.retrying(url, attempt: attempt, delay: delay, reason: reason)
                 case let .invalid(place, reason): if !quiet { renderer.note("skipped \(place): \(reason)") }
                 case let .refused(url, _, message): renderer.note("\(message): \(ProgressRenderer.redacted(url))")
+                case let .notice(line): renderer.note(line)
                 }
             }
         }
@@ -183,6 +187,8 @@ struct Urls: AsyncParsableCommand {
         if summary.tally.filtered > 0 { line += ", \(summary.tally.filtered) filtered" }
         if summary.tally.optedOut > 0 { line += ", \(summary.tally.optedOut) opted out" }
         if summary.tally.disallowed > 0 { line += ", \(summary.tally.disallowed) disallowed by robots.txt" }
+        if summary.tally.optedOut > 0 { line += " (" + Self.bySignal(summary.tally.refusals, leaving: ConsentSignal.robots.rawValue) + ")" }
+        if summary.tally.generated > 0 { line += ", \(summary.tally.generated) of the saved declare they were generated" }
         if !summary.tally.failures.isEmpty {
             line += " (" + summary.tally.failures.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")"
         }
@@ -200,6 +206,11 @@ struct Urls: AsyncParsableCommand {
         if let missing = Self.missingLine(transient: summary.missingTransient, permanent: summary.missingPermanent) {
             FileHandle.standardError.write(Data((missing + "\n").utf8))
         }
+    }
+
+    /// Refusals by signal, `content-signal 3, tdmrep-file 1`, without `leaving` (counted on its own already).
+    static func bySignal(_ refusals: [String: Int], leaving: String? = nil) -> String {
+        refusals.filter { $0.key != leaving }.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
     }
 
     /// What the output still lacks and which command retries it, or `nil` when it lacks nothing.

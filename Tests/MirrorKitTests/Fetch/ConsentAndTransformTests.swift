@@ -9,26 +9,47 @@ import MirrorTestSupport
 import Testing
 
 @Suite("X-Robots-Tag opt-out")
-struct OptOutPolicyTests {
-    let policy = OptOutPolicy()
+struct XRobotsTagTests {
+    let reader = XRobotsTag()
+    let policy = ConsentPolicy()
+
+    /// Whether the policy refuses a response with these headers, and by which directive.
+    private func refusal(_ headers: [(name: String, value: String)], policy: ConsentPolicy? = nil) -> String? {
+        let policy = policy ?? self.policy
+        guard case let .refused(reservation) = policy.verdict(ResponseSignals.evidence(headers: headers, robotsTag: policy.robotsTag)) else { return nil }
+        return reservation.evidence.value
+    }
 
     @Test(arguments: [
         ("noai", "noai"), ("NoImageAI", "noimageai"), ("nofollow, noindex", "noindex"), ("mirror: noimageindex", "noimageindex"),
-        ("MIRROR: noai, nofollow", "noai"),
+        ("MIRROR: noai, nofollow", "noai"), ("noml", "noml"),
     ])
     func directivesForEveryAgentOrForMirrorOptOut(value: String, directive: String) {
-        #expect(policy.refusal(value: value) == directive)
+        #expect(refusal([(name: "X-Robots-Tag", value: value)]) == directive)
     }
 
     @Test(arguments: ["nofollow", "googlebot: noai", "otherbot: noindex, noimageai", "unavailable_after: 25 Jun 2010 15:00:00 PST", "", "all"])
     func otherDirectivesAndOtherAgentsDoNot(value: String) {
-        #expect(policy.refusal(value: value) == nil)
+        #expect(refusal([(name: "X-Robots-Tag", value: value)]) == nil)
+        #expect(!reader.directives(value: value).contains("noai") || value.contains(":"))
     }
 
     @Test func everyHeaderIsReadAndOnlyTheGivenTokensCount() {
         let headers = [(name: "Content-Type", value: "image/png"), (name: "x-robots-tag", value: "googlebot: noai"), (name: "X-Robots-Tag", value: "noindex")]
-        #expect(policy.refusal(headers: headers) == "noindex")
-        #expect(OptOutPolicy(tokens: ["noai"]).refusal(headers: headers) == nil)
+        #expect(refusal(headers) == "noindex")
+        var narrow = ConsentPolicy()
+        narrow.setRobotsTagDirectives(["noai"])
+        #expect(refusal(headers, policy: narrow) == nil)
+    }
+
+    @Test func eachDirectiveReservesItsPurposes() {
+        // noai is about AI, noindex about search too, noarchive only about keeping a copy
+        let headers = { (value: String) in [(name: "X-Robots-Tag", value: value)] }
+        #expect(refusal(headers("noai"), policy: ConsentPolicy(purpose: .search)) == nil)
+        #expect(refusal(headers("noindex"), policy: ConsentPolicy(purpose: .search)) == "noindex")
+        #expect(refusal(headers("noai, noindex"), policy: ConsentPolicy(purpose: .archive)) == nil)
+        #expect(refusal(headers("noarchive"), policy: ConsentPolicy(purpose: .archive)) == "noarchive")
+        #expect(refusal(headers("noarchive")) == nil)
     }
 }
 

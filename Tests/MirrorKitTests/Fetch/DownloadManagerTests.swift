@@ -288,13 +288,13 @@ struct DownloadManagerTests {
             $0.concurrency = 1
             $0.perHost = 1
         }
-        let robots = RobotsGate(loader: manager.loader)
+        let robots = SiteGate(loader: manager.loader)
         let refused = Locked(0)
 
         // When 20,000 of its URLs are asked for: after the first, each attempt is refused inside its own start, and the
         // next may not start inside that call (20,000 attempts deep, the thread's stack would not hold them)
         for index in 0..<20_000 {
-            manager.download(DownloadRequest(url: server.url("/\(index).png"), directory: folder.url, robots: robots)) { result in
+            manager.download(DownloadRequest(url: server.url("/\(index).png"), directory: folder.url, consent: ConsentPolicy(), site: robots)) { result in
                 if case .failure(.disallowed) = result { refused.withLock { $0 += 1 } }
             }
         }

@@ -5,10 +5,10 @@ import MirrorTestSupport
 import MirrorTransport
 import Testing
 
-/// `RobotsGate` against the loopback server and real libcurl: one fetch per host however many ask, RFC 9309's
+/// `SiteGate` against the loopback server and real libcurl: one fetch per host however many ask, RFC 9309's
 /// answers to a missing, failing or looping file, and the hook that counts its fetches against `--host-rate`.
-@Suite("RobotsGate", .serialized)
-struct RobotsGateTests {
+@Suite("SiteGate", .serialized)
+struct SiteGateTests {
     let driver = CurlMultiDriver()
 
     @Test func manyAskersOfOneHostShareOneFetch() async throws {
@@ -17,7 +17,7 @@ struct RobotsGateTests {
         defer { server.stop() }
         server.route("/robots.txt", .ok(Data("User-agent: *\nDisallow: /private/\n".utf8), contentType: "text/plain"))
         let fetched = Locked<[String]>([])
-        let gate = RobotsGate(loader: driver, onFetch: { host in fetched.withLock { $0.append(host) } })
+        let gate = SiteGate(loader: driver, onFetch: { host in fetched.withLock { $0.append(host) } })
         #expect(!gate.knows(server.url("/a.png")))
 
         // When 20 URLs of the host are asked about at once
@@ -29,10 +29,11 @@ struct RobotsGateTests {
             return await group.reduce(into: [Int: String?]()) { $0[$1.0] = $1.1 }
         }
 
-        // Then the file was fetched once (and the hook told at its start and its end), every answer follows it,
+        // Then each file was fetched once (and the hook told at each one's start and end), every answer follows them,
         // and the host is known from then on
         #expect(server.requests.filter { $0.path == "/robots.txt" }.count == 1)
-        #expect(fetched.withLock { $0 } == ["127.0.0.1", "127.0.0.1"])
+        #expect(server.requests.filter { $0.path == "/.well-known/tdmrep.json" }.count == 1)
+        #expect(fetched.withLock { $0 } == Array(repeating: "127.0.0.1", count: 4))
         for (index, answer) in answers {
             if index % 2 == 0 {
                 #expect(answer == "robots.txt disallows /private/\(index).png")
@@ -53,7 +54,7 @@ struct RobotsGateTests {
         missing.route("/robots.txt", .status(404))
         failing.route("/robots.txt", .status(503))
         looping.route("/robots.txt", .redirect(to: "/robots.txt"))
-        let gate = RobotsGate(loader: driver)
+        let gate = SiteGate(loader: driver)
 
         // Then, as RFC 9309 says: 4xx is "no rules", 5xx and an unreachable file are "disallow all"
         #expect(await gate.refusal(for: missing.url("/x.png")) == nil)
@@ -61,9 +62,11 @@ struct RobotsGateTests {
         #expect(failed == "robots.txt unavailable (HTTP 503); RFC 9309 says assume disallow")
         let looped = await gate.refusal(for: looping.url("/x.png"))
         #expect(looped?.hasPrefix("robots.txt unavailable (more than") == true, "\(looped ?? "nil")")
-        // and each host's file was asked for once, however often its URLs are checked
+        // and each host's file was asked for once, however often its URLs are checked; where robots.txt keeps mirror out
+        // of everything, the TDMRep file is not asked for
         #expect(await gate.refusal(for: failing.url("/y.png")) != nil)
-        #expect(failing.requests.filter { $0.path == "/robots.txt" }.count == 1)
+        #expect(failing.requests.map(\.path) == ["/robots.txt"])
+        #expect(missing.requests.map(\.path) == ["/robots.txt", "/.well-known/tdmrep.json"])
     }
 
     @Test func theFileIsAskedForWithTheUserAgentAndTheRulesOfTheAgent() async throws {
@@ -71,7 +74,7 @@ struct RobotsGateTests {
         let server = try TestServer.start()
         defer { server.stop() }
         server.route("/robots.txt", .ok(Data("User-agent: mirror\nDisallow: /mirror-only/\n\nUser-agent: *\nDisallow: /\n".utf8), contentType: "text/plain"))
-        let gate = RobotsGate(loader: driver, userAgent: "mirror-test/1")
+        let gate = SiteGate(loader: driver, userAgent: "mirror-test/1")
 
         // Then mirror's group applies, not the catch-all one
         #expect(await gate.refusal(for: server.url("/images/a.png")) == nil)

@@ -1,54 +1,95 @@
 import Foundation
 import MirrorCore
 import MirrorStorage
+import RawStructuredFieldValues
 
-/// Which `X-Robots-Tag` directives keep an image out of the collection.
-///
-/// By default an image whose response says `noai`, `noimageai`, `noindex` or `noimageindex` — for every agent, or
-/// for mirror's product token (`X-Robots-Tag: mirror: noai`) — is not saved and is counted as `opted_out`. Directives
-/// addressed to another agent (`googlebot: noindex`) do not apply.
-public struct OptOutPolicy: Sendable, Hashable {
-    /// The directives that opt an image out, lowercase.
-    public var tokens: Set<String>
-    /// The product token directives may be addressed to. Default `mirror`.
+/// Reads the `X-Robots-Tag` headers of a response: the directives addressed to every agent or to mirror's product token
+/// (`X-Robots-Tag: mirror: noai`). Directives addressed to another agent (`googlebot: noindex`) do not apply.
+public struct XRobotsTag: Sendable, Hashable {
+    /// The product token directives may be addressed to, lowercase. Default `mirror`.
     public var agent: String
 
-    /// The default directives.
-    public static let defaultTokens: Set<String> = ["noai", "noimageai", "noindex", "noimageindex"]
-
-    public init(tokens: Set<String> = OptOutPolicy.defaultTokens, agent: String = "mirror") {
-        self.tokens = Set(tokens.map { $0.lowercased() })
+    public init(agent: String = "mirror") {
         self.agent = agent.lowercased()
     }
 
-    /// The directive that opts the response out, as the server wrote it (`noai`), or `nil`.
-    public func refusal(headers: [(name: String, value: String)]) -> String? {
-        for header in headers where header.name.equalsIgnoringASCIICase("x-robots-tag") {
-            if let found = refusal(value: header.value) { return found }
-        }
-        return nil
+    /// The directives of every `X-Robots-Tag` header that apply to mirror, lowercase, in order.
+    public func directives(headers: [(name: String, value: String)]) -> [String] {
+        headers.filter { $0.name.equalsIgnoringASCIICase("x-robots-tag") }.flatMap { directives(value: $0.value) }
     }
 
-    /// The opting-out directive of one `X-Robots-Tag` value, or `nil`.
+    /// The directives of one `X-Robots-Tag` value that apply to mirror.
     ///
     /// A value is a list of comma-separated directives, optionally preceded by `agent:` (Google's form); a directive
     /// with its own colon (`unavailable_after: …`) is not an agent.
-    package func refusal(value: String) -> String? {
+    package func directives(value: String) -> [String] {
         var directives = Substring(value)
         if let colon = value.firstIndex(of: ":") {
             let head = value[..<colon].trimmingCharacters(in: .whitespaces).lowercased()
             let isAgent = !head.isEmpty && !head.contains(",") && !head.contains(" ") && !Self.directivesWithValues.contains(head)
             if isAgent {
-                guard head == agent else { return nil }
+                guard head == agent else { return [] }
                 directives = value[value.index(after: colon)...]
             }
         }
-        for directive in directives.split(separator: ",") {
-            let token = directive.trimmingCharacters(in: .whitespaces).lowercased()
-            if tokens.contains(token) { return token }
-        }
-        return nil
+        return directives.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { !$0.isEmpty }
     }
 
     private static let directivesWithValues: Set<String> = ["unavailable_after", "max-snippet", "max-image-preview", "max-video-preview"]
+}
+
+/// What an image response's headers say about its use: `X-Robots-Tag` directives, an AI-preferences `Content-Usage`
+/// field, and TDMRep's `tdm-reservation` and `tdm-policy`, as evidence for ``ConsentPolicy``.
+public enum ResponseSignals {
+    /// The evidence in `headers`, in that order: X-Robots-Tag directives, Content-Usage categories, the TDMRep
+    /// reservation.
+    public static func evidence(headers: [(name: String, value: String)], robotsTag: XRobotsTag) -> [ConsentEvidence] {
+        var evidence: [ConsentEvidence] = robotsTag.directives(headers: headers).map {
+            ConsentEvidence(signal: .xRobotsTag, value: $0, location: "X-Robots-Tag header", term: .robotsTag(directive: $0))
+        }
+        // Several Content-Usage fields combine into one, as RFC 9110 §5.3 joins repeated fields with commas.
+        let usage = headers.filter { $0.name.equalsIgnoringASCIICase("content-usage") }.map(\.value)
+        if !usage.isEmpty {
+            for (category, allowed) in AIPreferences.parse(usage.joined(separator: ", ")) {
+                evidence.append(ConsentEvidence(
+                    signal: .contentUsage, value: "\(category)=\(allowed ? "y" : "n")", location: "Content-Usage header",
+                    term: .usage(category: category, allowed: allowed)
+                ))
+            }
+        }
+        if let reservation = TDMRep.reservation(headers: headers) {
+            evidence.append(ConsentEvidence(
+                signal: .tdmrepHeader, value: "tdm-reservation: \(reservation.reserved ? 1 : 0)", location: "tdm-reservation header",
+                term: .tdmReservation(reserved: reservation.reserved), policy: reservation.policy
+            ))
+        }
+        return evidence
+    }
+}
+
+/// The IETF AI-preferences vocabulary's statements (`draft-ietf-aipref-vocab`, §6 "Exemplary Serialization Format"):
+/// an RFC 9651 structured-field Dictionary of categories, each `y` or `n`.
+public enum AIPreferences {
+    /// The categories a statement states, with `true` for `y` and `false` for `n`, in the order written; the last
+    /// value of a repeated key applies (RFC 9651 §4.2.2).
+    ///
+    /// The draft's processing (§6.6): a value that is not the Token `y` or `n` states nothing; parameters are ignored;
+    /// a statement that does not parse as a Dictionary — uppercase keys included, the format is case-sensitive —
+    /// states nothing at all. Every label is kept, known or not (`train-ai`, `train-genai`, `search` from the drafts
+    /// of 2025 and 2026, `bots`, `ai-output`, `ai-use`); which reserve what is ``ConsentPolicy``'s table. Read with
+    /// swift-http-structured-headers, the RFC 9651 parser of the Swift server ecosystem.
+    public static func parse(_ statement: String) -> [(category: String, allowed: Bool)] {
+        var parser = StructuredFieldValueParser(Array(statement.utf8))
+        guard let dictionary = try? parser.parseDictionaryFieldValue() else { return [] }
+        var result: [(category: String, allowed: Bool)] = []
+        for (key, member) in dictionary {
+            guard case let .item(item) = member, case let .token(token) = item.rfc9651BareItem else { continue }
+            switch token {
+            case "y": result.append((key, true))
+            case "n": result.append((key, false))
+            default: continue
+            }
+        }
+        return result
+    }
 }

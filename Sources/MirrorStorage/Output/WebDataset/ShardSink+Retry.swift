@@ -114,6 +114,7 @@ extension ShardSink {
 
         var stats = ShardStats(shard: number)
         stats.copy = configuration.shard
+        (stats.purpose, stats.ignoredOptOuts) = (configuration.purpose, configuration.ignoredOptOuts)
         stats.started = retried.startedAt
         stats.rows = lines.count
         for line in lines { ShardRecordLine.outcome(of: line)?.count(into: &stats.tally) }

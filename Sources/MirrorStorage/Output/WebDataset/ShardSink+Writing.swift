@@ -43,6 +43,7 @@ extension ShardSink {
         let sync = configuration.isSyncEnabled && configuration.store == nil
         var stats = ShardStats(shard: number)
         stats.copy = configuration.shard
+        (stats.purpose, stats.ignoredOptOuts) = (configuration.purpose, configuration.ignoredOptOuts)
         stats.started = shard.startedAt
         var lines = Data()
         let files = [ShardFileName.Kind.tar, .records, .stats].map { directory.appendingPathComponent(ShardFileName.name(of: number, $0)) }
@@ -51,8 +52,7 @@ extension ShardSink {
             stats.rows += 1
             switch shard.rows[position]! {
             case let .saved(_, record):
-                stats.tally.saved += 1
-                stats.tally.bytes += record.bytes
+                stats.tally.count(.saved, bytes: record.bytes, generated: record.generated)
             case let .settled(_, _, outcome):
                 stats.tally.count(outcome)
             }

@@ -38,6 +38,10 @@ public final class ShardSink: ImageSink {
         /// runs (the copy's digests are kept on disk); the same picture to the eye within a run (its hashes are in the
         /// records, for deduplicating a whole dataset afterwards: SCALING.md).
         public var deduplication: Deduplication = .exact
+        /// The purpose reservations are matched against, and the signals set aside, written into each shard's stats
+        /// (`purpose`, `ignored_opt_outs`); `nil` and empty when the run reads none.
+        public var purpose: UsePurpose?
+        public var ignoredOptOuts: Set<ConsentSignal> = []
 
         public init(directory: URL, shardSize: Int = 10_000) {
             self.directory = directory
@@ -155,6 +159,9 @@ public final class ShardSink: ImageSink {
 
     /// Images wait here until their shard is written: this copy's own folder (same file system as the shards).
     public var stagingDirectory: URL { hidden }
+
+    /// This copy's own state folder.
+    public var stateDirectory: URL? { hidden }
 
     /// Shards complete in the folder, written by this run or earlier ones.
     public var completeShardCount: Int { state.withLock { $0.complete.count } }

@@ -14,6 +14,9 @@ struct ShardStats: Codable {
     /// How they ended.
     var tally = Tally()
     var seconds = 0.0
+    /// The purpose the run matched reservations against, and the signals it set aside (`--ignore-opt-out`).
+    var purpose: UsePurpose?
+    var ignoredOptOuts: Set<ConsentSignal> = []
 
     init(shard: Int) {
         self.shard = shard
@@ -38,7 +41,8 @@ struct ShardStats: Codable {
     // MARK: Codable
 
     private enum CodingKeys: String, CodingKey {
-        case shard, rows, seconds, started, finished, copy, copies, split
+        case shard, rows, seconds, started, finished, copy, copies, split, purpose
+        case ignoredOptOuts = "ignored_opt_outs"
     }
 
     init(from decoder: any Decoder) throws {
@@ -56,6 +60,8 @@ struct ShardStats: Codable {
             copy = WorkShard(index: index, count: count, split: split)
         }
         tally = Tally(counts: try Tally.Counts(from: decoder))
+        purpose = (try? container.decodeIfPresent(String.self, forKey: .purpose)).flatMap { $0.flatMap(UsePurpose.init(rawValue:)) }
+        ignoredOptOuts = Set(((try? container.decodeIfPresent([String].self, forKey: .ignoredOptOuts)) ?? nil ?? []).compactMap(ConsentSignal.init(rawValue:)))
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -66,6 +72,8 @@ struct ShardStats: Codable {
         try container.encode((seconds * 1000).rounded() / 1000, forKey: .seconds)
         try container.encode(((started?.timeIntervalSince1970 ?? 0) * 1000).rounded() / 1000, forKey: .started)
         try container.encode(((finished?.timeIntervalSince1970 ?? 0) * 1000).rounded() / 1000, forKey: .finished)
+        try container.encodeIfPresent(purpose?.rawValue, forKey: .purpose)
+        if purpose != nil { try container.encode(ignoredOptOuts.map(\.rawValue).sorted(), forKey: .ignoredOptOuts) }
         if let copy {
             try container.encode(copy.index, forKey: .copy)
             try container.encode(copy.count, forKey: .copies)

@@ -16,7 +16,12 @@ struct ManifestRecordTests {
         width: 640, height: 480, bytes: 12_345, sha256: String(repeating: "ab", count: 32), format: "png", query: "kittens",
         fetchedAt: Date(timeIntervalSince1970: 1_700_000_000),
         pdq: PerceptualHash(hex: "d8f8f0cee0f4a84f0637022a078f67f0b36e2ed596621e1d33e6339c4e9c9b22", quality: 87),
-        pdqTrimmed: [SIMD4(1, 2, 3, 4)]
+        pdqTrimmed: [SIMD4(1, 2, 3, 4)],
+        declarations: ImageDeclarations(
+            purpose: .aiTrain, sourceType: "http://cv.iptc.org/newscodes/digitalsourcetype/trainedAlgorithmicMedia", sourceTypeFrom: .c2pa,
+            hasC2PAManifest: true,
+            ignored: [ConsentEvidence(signal: .contentSignal, value: "ai-train=no", location: "robots.txt, group *", term: .contentSignal(category: "ai-train", allowed: false))]
+        )
     )
     private let unknown = ManifestRecord(
         file: "1.png", url: "https://a.test/1.png", width: 1, height: 2, bytes: 3, sha256: String(repeating: "0", count: 64),
@@ -26,7 +31,7 @@ struct ManifestRecordTests {
     @Test func theSchemaListsTheCodingKeysInOrder() {
         #expect(ManifestRecord.Field.all.map(\.key) == ManifestRecord.CodingKeys.allCases.map(\.rawValue))
         // Exactly the optional properties may be null
-        #expect(ManifestRecord.Field.all.filter { $0.nullWhen != nil }.map(\.key) == ["page_url", "provider", "id", "title", "creator", "license", "license_url", "query", "key", "caption", "label", "pdq", "pdq_quality", "pdq_trimmed"])
+        #expect(ManifestRecord.Field.all.filter { $0.nullWhen != nil }.map(\.key) == ["page_url", "provider", "id", "title", "creator", "license", "license_url", "query", "key", "caption", "label", "pdq", "pdq_quality", "pdq_trimmed", "purpose", "source_type", "source_type_from", "opt_outs_ignored"])
     }
 
     @Test func aLineHoldsEveryKeyInOrderAndNullForTheUnknown() throws {
@@ -49,12 +54,15 @@ struct ManifestRecordTests {
         }
         let unknownLine = String(decoding: try unknown.jsonLine(), as: UTF8.self)
         #expect(unknownLine.contains(#""provider":null,"id":null,"title":null,"creator":null,"license":null,"license_url":null"#))
-        #expect(unknownLine.contains(#""query":null,"fetched_at":"1970-01-01T00:00:00Z","key":null,"caption":null,"label":null,"original_width":1,"original_height":2,"original_format":"png","original_bytes":3,"pdq":null,"pdq_quality":null,"pdq_trimmed":null}"#))
+        #expect(unknownLine.contains(#""query":null,"fetched_at":"1970-01-01T00:00:00Z","key":null,"caption":null,"label":null,"original_width":1,"original_height":2,"original_format":"png","original_bytes":3,"pdq":null,"pdq_quality":null,"pdq_trimmed":null,"purpose":null,"generated":false,"source_type":null,"source_type_from":null,"c2pa":false,"opt_outs_ignored":null}"#))
         // Strings are escaped by JSONEncoder, slashes left alone
         let knownLine = String(decoding: try known.jsonLine(), as: UTF8.self)
         #expect(knownLine.contains(#""title":"A \"quoted\" <title>\n""#))
         #expect(knownLine.contains(#""url":"https://a.test/1.png""#))
-        #expect(knownLine.hasSuffix(#""pdq":"d8f8f0cee0f4a84f0637022a078f67f0b36e2ed596621e1d33e6339c4e9c9b22","pdq_quality":87,"pdq_trimmed":["0000000000000001000000000000000200000000000000030000000000000004"]}"# + "\n"))
+        #expect(knownLine.contains(#""pdq":"d8f8f0cee0f4a84f0637022a078f67f0b36e2ed596621e1d33e6339c4e9c9b22","pdq_quality":87,"pdq_trimmed":["0000000000000001000000000000000200000000000000030000000000000004"],"#))
+        // The consent fields: the purpose, whether a machine made it and where it says so, Content Credentials, and what
+        // --ignore-opt-out set aside
+        #expect(knownLine.hasSuffix(#""purpose":"ai-train","generated":true,"source_type":"http://cv.iptc.org/newscodes/digitalsourcetype/trainedAlgorithmicMedia","source_type_from":"c2pa","c2pa":true,"opt_outs_ignored":["content-signal ai-train=no (robots.txt, group *)"]}"# + "\n"))
         #expect(known.trimmedHashes == [SIMD4(1, 2, 3, 4)])
         #expect(known.perceptualHash?.hex == "d8f8f0cee0f4a84f0637022a078f67f0b36e2ed596621e1d33e6339c4e9c9b22")
     }
@@ -93,7 +101,7 @@ struct ManifestRecordTests {
         let line = String(decoding: try record.jsonLine(), as: UTF8.self)
 
         // Then the columns come last, as written, and the line is one JSON object with every field
-        #expect(line.hasSuffix(#""original_bytes":3,"pdq":null,"pdq_quality":null,"pdq_trimmed":null,"w":640,"source":"web"}"# + "\n"))
+        #expect(line.hasSuffix(#""pdq_trimmed":null,"purpose":null,"generated":false,"source_type":null,"source_type_from":null,"c2pa":false,"opt_outs_ignored":null,"w":640,"source":"web"}"# + "\n"))
         let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
         #expect(object["caption"] as? String == "a \"cat\"")
         #expect(object["key"] as? String == "000000042")

@@ -96,7 +96,7 @@ struct StorageSeamTests {
             await publish(second, url: "https://a.test/2.png", stem: "two", into: sink),
             await publish(TestImages.png(width: 14, height: 14, seed: 3), url: "https://a.test/3.png", stem: "three", into: sink),
         ]
-        sink.settle(url: URL(string: "https://a.test/robots.png"), provenance: ImageProvenance(), as: .disallowed("robots.txt disallows /robots.png"))
+        sink.settle(url: URL(string: "https://a.test/robots.png"), provenance: ImageProvenance(), as: .disallowed(Self.disallowed("/robots.png")))
         sink.settle(url: URL(string: "https://a.test/small.png"), provenance: ImageProvenance(), as: .filtered("1×1 is smaller than 8×8"))
         await sink.finish(sourceExhausted: true)
 
@@ -114,6 +114,16 @@ struct StorageSeamTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: output.directory.path).filter { $0.hasSuffix(AtomicFile.temporarySuffix) }.isEmpty)
         // and what was settled is remembered by its status, so that a later run passes over it
         #expect(Set(try store.attempts().map(\.reason)) == [RowStatus.disallowed.rawValue, RowStatus.filtered.rawValue])
+        // and a refusal with the signal that made it
+        #expect(try store.refusalsBySignal() == ["robots": 1])
+    }
+
+    /// A refusal by robots.txt's `Disallow: /`, as the site gate reports it.
+    static func disallowed(_ path: String) -> Reservation {
+        Reservation(
+            evidence: ConsentEvidence(signal: .robots, value: "robots.txt disallows \(path)", location: "robots.txt Disallow: / (group *)", term: .disallow),
+            purpose: .aiTrain
+        )
     }
 
     // MARK: ShardSink
@@ -131,7 +141,7 @@ struct StorageSeamTests {
             _ = await publish(TestImages.png(width: 9, height: 9, seed: 0), url: url(0).absoluteString, stem: "0", provenance: row(0), into: sink)
             sink.settle(url: url(2), provenance: row(2), as: .failed(reason: "http-503", message: "HTTP 503", isTransient: true))
             _ = await publish(TestImages.png(width: 9, height: 9, seed: 3), url: url(3).absoluteString, stem: "3", provenance: row(3), into: sink)
-            sink.settle(url: url(4), provenance: row(4), as: .disallowed("robots.txt disallows /4.png"))
+            sink.settle(url: url(4), provenance: row(4), as: .disallowed(Self.disallowed("/4.png")))
             await sink.finish(sourceExhausted: true)
         }
 
@@ -142,6 +152,10 @@ struct StorageSeamTests {
         // and every row has a record line whose status is a RowStatus, and stats that count them
         let records = try String(contentsOf: directory.appendingPathComponent("00002.jsonl"), encoding: .utf8)
         #expect(ShardRecordLine.outcome(of: Data(records.utf8))?.status == .disallowed)
+        // (with the signal as its reason, and where it was read)
+        let line = try #require(try JSONSerialization.jsonObject(with: Data(records.utf8)) as? [String: Any])
+        #expect(line["reason"] as? String == "robots" && line["signal_location"] as? String == "robots.txt Disallow: / (group *)")
+        #expect(line["purpose"] as? String == "ai-train")
         let second = try #require(ShardStats.read(try Data(contentsOf: directory.appendingPathComponent("00001_stats.json"))))
         #expect(second.rows == 2 && second.tally.saved == 1 && second.tally.failed == 1 && second.tally.transient == 1)
         #expect(second.tally.failures == ["http-503": 1])
@@ -149,6 +163,7 @@ struct StorageSeamTests {
         let reopened = try ShardSink(configuration: ShardSink.Configuration(directory: directory, shardSize: 2))
         #expect(reopened.contains(normalizedURL: "", provenance: row(3)))
         #expect(reopened.completeTally.saved == 3 && reopened.completeTally.disallowed == 1)
+        #expect(reopened.completeTally.refusals == ["robots": 1])
         let status = try DatasetStatus(names: try FileManager.default.contentsOfDirectory(atPath: directory.path)) {
             try Data(contentsOf: directory.appendingPathComponent($0))
         }
