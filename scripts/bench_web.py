@@ -193,7 +193,7 @@ http {{
 def command(tool, mirror, venv_bin, table, urls, out, concurrency):
     if tool.startswith("mirror"):
         argv = [mirror, "urls", table, "--out", out, "--concurrency", str(concurrency), "--quiet"]
-        return argv + (["--ignore-robots"] if tool == "mirror-ignore-robots" else [])
+        return argv + (["--ignore-opt-out", "robots,content-signal,content-usage,tdmrep-file"] if tool == "mirror-ignore-robots" else [])
     if tool == "curl":
         config = table + ".curlrc"
         with open(config, "w") as handle:

@@ -22,8 +22,9 @@ public enum ConsentSignal: String, Codable, Sendable, CaseIterable, Comparable {
     /// `c2pa.created` action's digital source type.
     case c2pa
 
+    /// In the order the layers read them: the site's, the response's, the image's.
     public static func < (lhs: Self, rhs: Self) -> Bool {
-        allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
+        (allCases.firstIndex(of: lhs) ?? 0) < (allCases.firstIndex(of: rhs) ?? 0)
     }
 
     /// Parses `--ignore-opt-out`'s value: signals separated by commas, or `all`.

@@ -7,8 +7,8 @@ import MirrorCore
 /// output's state folder for a while, so that a cron job that tops a folder up every hour does not ask every origin
 /// for them again on every run.
 ///
-/// One SQLite file, `sites.sqlite`, one row per origin (`sqlite3 .mirror/sites.sqlite 'SELECT origin, fetched_at
-/// FROM sites'` shows them). An entry is used for ``lifetime`` after it was fetched: 24 hours, the longest RFC 9309
+/// One SQLite file, `sites.sqlite`, one row per origin (`sqlite3 .mirror/sites.sqlite "SELECT origin,
+/// datetime(fetched_at, 'unixepoch') FROM sites"` shows them). An entry is used for ``lifetime`` after it was fetched: 24 hours, the longest RFC 9309
 /// §2.4 lets a crawler use a cached robots.txt (`draft-ietf-aipref-attach` §3.1 holds preferences to the same). Writes
 /// are gathered: an entry joins a batch that is written in one transaction when 256 have gathered or when the run
 /// ends (``flush()``), off the caller's thread; a run killed before that asks those origins again next time, which is
@@ -42,7 +42,7 @@ public final class SiteMemory: Sendable {
         try database.write { db in
             try db.execute(sql: """
                 CREATE TABLE IF NOT EXISTS sites (
-                    origin TEXT PRIMARY KEY NOT NULL, files BLOB NOT NULL, fetched_at DATETIME NOT NULL
+                    origin TEXT PRIMARY KEY NOT NULL, files BLOB NOT NULL, fetched_at REAL NOT NULL
                 )
                 """)
         }
@@ -55,7 +55,9 @@ public final class SiteMemory: Sendable {
         let row = try? database.read { db in
             try Row.fetchOne(db, sql: "SELECT files, fetched_at FROM sites WHERE origin = ?", arguments: [origin])
         }
-        guard let row, let fetchedAt = row["fetched_at"] as Date?, now.timeIntervalSince(fetchedAt) < lifetime, now >= fetchedAt else { return nil }
+        guard let row, let seconds = row["fetched_at"] as Double? else { return nil }
+        let fetchedAt = Date(timeIntervalSince1970: seconds)
+        guard now.timeIntervalSince(fetchedAt) < lifetime, now >= fetchedAt else { return nil }
         return row["files"] as Data?
     }
 
@@ -85,7 +87,9 @@ public final class SiteMemory: Sendable {
             for entry in batch {
                 try db.execute(
                     sql: "INSERT OR REPLACE INTO sites (origin, files, fetched_at) VALUES (?, ?, ?)",
-                    arguments: [entry.origin, entry.files, entry.fetchedAt]
+                    // Unix seconds, not a Date: GRDB formats a Date as text through Foundation's date formatting, whose
+                    // first use costs a run ~6 MB of peak memory (measured: 300 images, 51 MB against 45 MB).
+                    arguments: [entry.origin, entry.files, entry.fetchedAt.timeIntervalSince1970]
                 )
             }
         }
