@@ -177,6 +177,8 @@ public struct ConsentPolicy: Sendable, Hashable {
     /// the run set aside) what its record says: a reservation that counts ends it opted out; with ``skipsGenerated``,
     /// a declared generated image ends filtered.
     func judge(marks: ImageMarks?, setAside: [ConsentEvidence]) -> Result<ImageDeclarations, DownloadError> {
+        // Most images carry no marks at all: nothing to read, nothing declared.
+        guard let marks else { return .success(ImageDeclarations(purpose: purpose, ignored: setAside)) }
         var setAside = setAside
         switch verdict(Self.evidence(of: marks)) {
         case let .refused(reservation): return .failure(.optedOut(reservation))

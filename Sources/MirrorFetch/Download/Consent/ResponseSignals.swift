@@ -44,6 +44,11 @@ public enum ResponseSignals {
     /// The evidence in `headers`, in that order: X-Robots-Tag directives, Content-Usage categories, the TDMRep
     /// reservation.
     public static func evidence(headers: [(name: String, value: String)], robotsTag: XRobotsTag) -> [ConsentEvidence] {
+        // Nearly every response has none of the three: one pass, by length first, and nothing allocated then.
+        guard headers.contains(where: { header in
+            header.name.equalsIgnoringASCIICase("x-robots-tag") || header.name.equalsIgnoringASCIICase("content-usage")
+                || header.name.equalsIgnoringASCIICase("tdm-reservation")
+        }) else { return [] }
         var evidence: [ConsentEvidence] = robotsTag.directives(headers: headers).map {
             ConsentEvidence(signal: .xRobotsTag, value: $0, location: "X-Robots-Tag header", term: .robotsTag(directive: $0))
         }

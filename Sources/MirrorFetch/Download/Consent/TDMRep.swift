@@ -110,6 +110,7 @@ public enum TDMRep {
 
         /// The first rule whose location matches `url`'s path, with its position in the file (from 1), or `nil`.
         public func rule(for url: URL) -> (number: Int, rule: Rule)? {
+            guard !rules.isEmpty else { return nil }
             let path = PathMatching.target(of: url)
             for (index, rule) in rules.enumerated() where PathMatching.matches(PathMatching.decodingUnreserved(rule.location), path) {
                 return (index + 1, rule)
