@@ -15,10 +15,14 @@ import FoundationXML
 ///    a packet without those bytes cannot hold those properties; a photo's ordinary XMP costs one search, no parse;
 /// 4. it declares no DTD (`<!DOCTYPE`, `<!ENTITY`): entities are the one way a small packet expands (the billion
 ///    laughs), and XMP has no use for them — corelibs' `XMLParser` substitutes entities (`XML_PARSE_NOENT`), so it
-///    is refused here, not left to libxml2's own limits.
+///    is refused here, not left to libxml2's own limits;
+/// 5. it is valid UTF-8 throughout: corelibs' `XMLParser` force-unwraps each element and attribute name decoded
+///    without repair (`_NSXMLParserStartElementNs`; swift-corelibs-foundation issue 5534, open, in Swift 6.3.1), so
+///    `<a\xFF>` traps the process — a flipped byte in the samples did, in this project's tests. Valid input gives
+///    libxml2 whole characters only (a name cannot be a character reference, and no entity is declared).
 /// During the parse the element depth is capped at ``maxDepth`` (64; XMP's deepest structures nest about ten), by
-/// aborting. A parse that reports any error — corelibs' parser recovers and returns true, so its `parserError` is
-/// what tells — keeps nothing from the packet.
+/// aborting. A parse that reports any error keeps nothing from the packet: corelibs' parser recovers and returns
+/// true (swift-corelibs-foundation issue 5281), so its error callback and `parserError` are what tell.
 ///
 /// Properties are matched by namespace URI and local name, never by prefix, in the three forms RDF/XML gives a
 /// simple property of a top-level node (an element directly inside `rdf:RDF`, in XMP an `rdf:Description`): an
@@ -81,8 +85,14 @@ enum XMPReader {
             return nil
         }
 
+        let utf8 = UnsafeRawBufferPointer(rebasing: bytes.buffer[packet])
+        guard let text = String(validating: utf8, as: UTF8.self) else {
+            collector.note("\(what) is not valid UTF-8; not parsed")
+            return nil
+        }
+
         let scanner = RDFPropertyScanner(wanted: [.dataMining, .digitalSourceType, .hasExtendedXMP], maxDepth: maxDepth)
-        let parser = XMLParser(data: Data(UnsafeRawBufferPointer(rebasing: bytes.buffer[packet])))
+        let parser = XMLParser(data: Data(text.utf8))
         parser.shouldProcessNamespaces = true
         parser.shouldReportNamespacePrefixes = true
         parser.delegate = scanner
