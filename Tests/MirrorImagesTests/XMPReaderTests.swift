@@ -181,6 +181,20 @@ struct XMPReaderTests {
         #expect(marks == ImageMarks(notes: ["XMP packet in a packet is not valid UTF-8; not parsed"]))
     }
 
+    @Test("a processing instruction without data is refused before corelibs' parser strlens its NULL")
+    func instructionWithoutData() {
+        // Given a DataMining value and `<?xp?>` (the shape scripts/fuzz marks found: a segmentation fault in
+        // _NSXMLParserProcessingInstruction), and the same with a space, which libxml2 reports as empty data
+        let body = "<rdf:Description xmlns:plus='\(Self.plus)'><plus:DataMining>\(Self.prohibited)</plus:DataMining>"
+            + "</rdf:Description>"
+        let bare = Self.read(Self.packet(body + "<?xp?>"))
+        let spaced = Self.read(Self.packet(body + "<?xp ?>"))
+
+        // Then the first is a note, the second is read
+        #expect(bare == ImageMarks(notes: ["XMP packet in a packet has a processing instruction without data; not parsed"]))
+        #expect(spaced.dataMining == [Self.dataMining(Self.prohibited)])
+    }
+
     @Test("a packet over 1 MiB is not read")
     func oversized() {
         let filler = "<rdf:Description xmlns:dc='http://purl.org/dc/elements/1.1/' dc:description='"

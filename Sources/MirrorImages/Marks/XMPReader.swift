@@ -19,7 +19,11 @@ import FoundationXML
 /// 5. it is valid UTF-8 throughout: corelibs' `XMLParser` force-unwraps each element and attribute name decoded
 ///    without repair (`_NSXMLParserStartElementNs`; swift-corelibs-foundation issue 5534, open, in Swift 6.3.1), so
 ///    `<a\xFF>` traps the process — a flipped byte in the samples did, in this project's tests. Valid input gives
-///    libxml2 whole characters only (a name cannot be a character reference, and no entity is declared).
+///    libxml2 whole characters only (a name cannot be a character reference, and no entity is declared);
+/// 6. it has no processing instruction without data (`<?name?>`): libxml2 reports its data as NULL and corelibs'
+///    `_NSXMLParserProcessingInstruction` takes the pointer as non-null and `strlen`s it — a segmentation fault that
+///    `scripts/fuzz marks` found (`Fuzz/Seeds/marks/`); `<?name ?>` gives empty data and is fine. XMP's own
+///    `<?xpacket …?>` instructions always carry data.
 /// During the parse the element depth is capped at ``maxDepth`` (64; XMP's deepest structures nest about ten), by
 /// aborting. A parse that reports any error keeps nothing from the packet: corelibs' parser recovers and returns
 /// true (swift-corelibs-foundation issue 5281), so its error callback and `parserError` are what tell.
@@ -90,6 +94,10 @@ enum XMPReader {
             collector.note("\(what) is not valid UTF-8; not parsed")
             return nil
         }
+        guard !hasInstructionWithoutData(bytes, packet) else {
+            collector.note("\(what) has a processing instruction without data; not parsed")
+            return nil
+        }
 
         let scanner = RDFPropertyScanner(wanted: [.dataMining, .digitalSourceType, .hasExtendedXMP], maxDepth: maxDepth)
         let parser = XMLParser(data: Data(text.utf8))
@@ -127,6 +135,26 @@ enum XMPReader {
             collector.note("\(origin) \(property.displayName) in \(container) has a structured value; not read")
         }
         return guid
+    }
+
+    /// Whether `<?` is followed by a target and `?>` with no whitespace between (anywhere: in a comment too, where it is
+    /// harmless, is refused alike). Linear: each scan stops at the next `?`, and the search resumes there.
+    static func hasInstructionWithoutData(_ bytes: ByteView, _ packet: Range<Int>) -> Bool {
+        var from = packet.lowerBound
+        while let question = bytes.firstIndex(of: UInt8(ascii: "?"), in: from..<packet.upperBound) {
+            var end = question + 1
+            if question > packet.lowerBound, bytes.u8(question - 1) == UInt8(ascii: "<") {
+                while end < packet.upperBound, let byte = bytes.u8(end),
+                      ![0x20, 0x09, 0x0A, 0x0D, UInt8(ascii: "?"), UInt8(ascii: ">")].contains(byte) {
+                    end += 1
+                }
+                if end + 1 < packet.upperBound, bytes.u8(end) == UInt8(ascii: "?"), bytes.u8(end + 1) == UInt8(ascii: ">") {
+                    return true
+                }
+            }
+            from = end
+        }
+        return false
     }
 
     /// Whether the packet has no XML declaration, or one without an encoding, or one naming UTF-8.
