@@ -195,6 +195,22 @@ struct XMPReaderTests {
         #expect(spaced.dataMining == [Self.dataMining(Self.prohibited)])
     }
 
+    @Test("a tag of more than 1,024 attributes is refused before libxml2 compares them pair by pair")
+    func manyAttributes() {
+        // Given an rdf:Description of 1,024 attributes and namespace declarations in all, DataMining among them, then
+        // of 1,025 (the values hold `>` and `=`, which must neither end the tag nor count)
+        func description(_ others: Int) -> String {
+            "<rdf:Description xmlns:plus='\(Self.plus)' plus:DataMining='\(Self.prohibited)' "
+                + (0..<others - 1).map { "a\($0)='x>=y'" }.joined(separator: " ") + "/>"
+        }
+        let atBound = Self.read(Self.packet(description(1_023)))
+        let overBound = Self.read(Self.packet(description(1_024)))
+
+        // Then 1,024 are read and 1,025 are a note
+        #expect(atBound.dataMining == [Self.dataMining(Self.prohibited)])
+        #expect(overBound == ImageMarks(notes: ["XMP packet in a packet has a tag of more than 1024 attributes; not parsed"]))
+    }
+
     @Test("a packet over 1 MiB is not read")
     func oversized() {
         let filler = "<rdf:Description xmlns:dc='http://purl.org/dc/elements/1.1/' dc:description='"

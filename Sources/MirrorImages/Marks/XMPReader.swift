@@ -23,7 +23,11 @@ import FoundationXML
 /// 6. it has no processing instruction without data (`<?name?>`): libxml2 reports its data as NULL and corelibs'
 ///    `_NSXMLParserProcessingInstruction` takes the pointer as non-null and `strlen`s it — a segmentation fault that
 ///    `scripts/fuzz marks` found (`Fuzz/Seeds/marks/`); `<?name ?>` gives empty data and is fine. XMP's own
-///    `<?xpacket …?>` instructions always carry data.
+///    `<?xpacket …?>` instructions always carry data;
+/// 7. no tag has more than ``maxAttributesPerTag`` (1,024) attributes and namespace declarations: libxml2 2.9 checks
+///    an element's attributes for duplicates pair by pair, so 100,000 on one element (a megabyte) took 2.2 s here;
+///    with the bound, a megabyte of 1,024-attribute elements parses in 70 ms. Writers put a few hundred at most on
+///    one element (exiftool's shorthand form, every simple property of every namespace on one `rdf:Description`).
 /// During the parse the element depth is capped at ``maxDepth`` (64; XMP's deepest structures nest about ten), by
 /// aborting. A parse that reports any error keeps nothing from the packet: corelibs' parser recovers and returns
 /// true (swift-corelibs-foundation issue 5281), so its error callback and `parserError` are what tell.
@@ -38,6 +42,7 @@ import FoundationXML
 enum XMPReader {
     static let maxPacketLength = 1 << 20
     static let maxDepth = 64
+    static let maxAttributesPerTag = 1_024
 
     /// A property ``XMPReader`` looks for.
     struct Property: Equatable {
@@ -98,6 +103,10 @@ enum XMPReader {
             collector.note("\(what) has a processing instruction without data; not parsed")
             return nil
         }
+        guard !hasTag(bytes, packet, withMoreAttributesThan: maxAttributesPerTag) else {
+            collector.note("\(what) has a tag of more than \(maxAttributesPerTag) attributes; not parsed")
+            return nil
+        }
 
         let scanner = RDFPropertyScanner(wanted: [.dataMining, .digitalSourceType, .hasExtendedXMP], maxDepth: maxDepth)
         let parser = XMLParser(data: Data(text.utf8))
@@ -153,6 +162,33 @@ enum XMPReader {
                 }
             }
             from = end
+        }
+        return false
+    }
+
+    /// Whether some tag holds more than `limit` `=` signs outside quotes (an attribute or namespace declaration
+    /// each). Quoted values are skipped whole, so a `>` or `=` inside one neither ends the tag nor counts; a stray quote
+    /// in a comment can only make a tag look longer (a refusal, never a miss). Linear: every byte is passed once.
+    static func hasTag(_ bytes: ByteView, _ packet: Range<Int>, withMoreAttributesThan limit: Int) -> Bool {
+        var offset = packet.lowerBound
+        while let open = bytes.firstIndex(of: UInt8(ascii: "<"), in: offset..<packet.upperBound) {
+            var count = 0
+            offset = open + 1
+            scan: while let byte = bytes.u8(offset), offset < packet.upperBound {
+                switch byte {
+                case UInt8(ascii: ">"):
+                    break scan
+                case UInt8(ascii: "\""), UInt8(ascii: "'"):
+                    guard let close = bytes.firstIndex(of: byte, in: offset + 1..<packet.upperBound) else { return false }
+                    offset = close
+                case UInt8(ascii: "="):
+                    count += 1
+                    if count > limit { return true }
+                default:
+                    break
+                }
+                offset += 1
+            }
         }
         return false
     }
