@@ -200,6 +200,19 @@ enum GIFC2PA {
     }
 }
 
+extension String {
+    /// The string without leading and trailing XML whitespace (space, tab, CR, LF). Foundation's
+    /// `trimmingCharacters(in:)` goes through NSString on Linux: it was a fifth of reading a small C2PA store.
+    var trimmingXMLWhitespace: String {
+        let utf8 = self.utf8
+        let isSpace = { (byte: UInt8) in byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D }
+        guard let first = utf8.firstIndex(where: { !isSpace($0) }), let last = utf8.lastIndex(where: { !isSpace($0) })
+        else { return "" }
+        if first == utf8.startIndex, last == utf8.index(before: utf8.endIndex) { return self }
+        return String(self[first...last])
+    }
+}
+
 /// GIF's XMP application extension (XMP Specification Part 3, 1.1.2): `21 FF 0B "XMP DataXMP"`, then the packet's
 /// bytes raw — a UTF-8 packet has no NUL, so a decoder skipping sub-blocks by their "length" bytes hops through it —
 /// then a 258-byte "magic trailer" (`01`, `FF FE … 01 00`, and the terminating `00`) that lands any such hop on the

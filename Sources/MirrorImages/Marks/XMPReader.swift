@@ -332,7 +332,7 @@ final class RDFPropertyScanner: NSObject, XMLParserDelegate {
     }
 
     private func record(_ property: XMPReader.Property, _ value: String) {
-        let trimmed = value.trimmingCharacters(in: .whitespacesAndNewlines)
+        let trimmed = value.trimmingXMLWhitespace
         guard !trimmed.isEmpty else { return }
         found.append(Found(property: property, value: trimmed))
     }
