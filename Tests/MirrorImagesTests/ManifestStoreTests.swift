@@ -54,9 +54,9 @@ struct ManifestStoreTests {
     func notAStore() {
         let other = JUMBFBytes.superbox("jp2c", label: "JPEG XT", [JUMBFBytes.box("json", Array("{}".utf8))])
         let noDescription = JUMBFBytes.box("jumb", JUMBFBytes.box("cbor", [0xA0]))
-        #expect(Self.read(other) == ImageMarks(notes: ["JUMBF in a store is not a C2PA manifest store; not read"]))
+        #expect(Self.read(other) == ImageMarks(notes: ["JUMBF in the input is not a C2PA manifest store; not read"]))
         #expect(Self.read(noDescription) == ImageMarks(
-            notes: ["JUMBF in a store is malformed: the superbox at byte 0 has no description box; not read"]))
+            notes: ["JUMBF in the input is malformed: the superbox at byte 0 has no description box; not read"]))
     }
 
     @Test("box lengths of 0 inside a superbox, 1 with a bad XLBox, and past the parent are refused")
@@ -80,7 +80,7 @@ struct ManifestStoreTests {
             let marks = Self.read(store)
 
             // Then nothing in it is believed, and the note says where
-            #expect(marks == ImageMarks(notes: ["JUMBF in a store is malformed: \(why)"]))
+            #expect(marks == ImageMarks(notes: ["JUMBF in the input is malformed: \(why)"]))
         }
     }
 
@@ -90,8 +90,8 @@ struct ManifestStoreTests {
         for _ in 0..<10_000 { deep = JUMBFBytes.box("jumb", JUMBFBytes.description("c2pa", label: "c2pa") + deep) }
         let many = JUMBFBytes.superbox("c2pa", label: "c2pa", Array(repeating: JUMBFBytes.box("free", []), count: 10_001))
 
-        #expect(Self.read(deep).notes == ["JUMBF in a store is malformed: boxes nest deeper than 16; not read"])
-        #expect(Self.read(many).notes == ["JUMBF in a store is malformed: more than 10000 boxes; not read"])
+        #expect(Self.read(deep).notes == ["JUMBF in the input is malformed: boxes nest deeper than 16; not read"])
+        #expect(Self.read(many).notes == ["JUMBF in the input is malformed: more than 10000 boxes; not read"])
     }
 
     @Test("a label without its NUL, or not UTF-8, is a malformed description")
@@ -101,7 +101,7 @@ struct ManifestStoreTests {
         let latin1 = JUMBFBytes.box("jumb", JUMBFBytes.box("jumd", Array(repeating: 0x11, count: 16) + [0x03, 0xE9, 0x00]))
         for store in [noNUL, latin1] {
             #expect(Self.read(store) == ImageMarks(
-                notes: ["JUMBF in a store is malformed: the description box at byte 8 is malformed; not read"]))
+                notes: ["JUMBF in the input is malformed: the description box at byte 8 is malformed; not read"]))
         }
     }
 
@@ -123,7 +123,7 @@ struct ManifestStoreTests {
         #expect(marks.trainingMining.isEmpty)
         #expect(marks.digitalSourceTypes == [ImageMarks.SourceType(
             value: "http://cv.iptc.org/newscodes/digitalsourcetype/", source: .c2pa, location: "C2PA c2pa.actions c2pa.created")])
-        #expect(marks.notes == ["C2PA c2pa.training-mining in a store: CBOR length 4294967296 at byte 0 with 0 bytes left; not read"])
+        #expect(marks.notes == ["C2PA c2pa.training-mining in the input: CBOR length 4294967296 at byte 0 with 0 bytes left; not read"])
         #expect(marks.hasC2PAManifest)
     }
 
@@ -137,6 +137,6 @@ struct ManifestStoreTests {
         #expect(marks.trainingMining == [
             ImageMarks.TrainingMiningEntry(label: "cawg.training-mining", entry: "c2pa.data_mining", use: "notAllowed"),
         ])
-        #expect(marks.notes == ["C2PA cawg.training-mining in a store has 1 entries without a text use; not read"])
+        #expect(marks.notes == ["C2PA cawg.training-mining in the input has 1 entries without a text use; not read"])
     }
 }

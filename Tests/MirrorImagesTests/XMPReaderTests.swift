@@ -89,7 +89,7 @@ struct XMPReaderTests {
         // Then neither is a value; the bag says why
         #expect(nested == ImageMarks())
         #expect(bag.dataMining.isEmpty)
-        #expect(bag.notes == ["XMP plus:DataMining in a packet has a structured value; not read"])
+        #expect(bag.notes == ["XMP plus:DataMining in the input has a structured value; not read"])
     }
 
     @Test("a packet that does not name a wanted property is not parsed at all")
@@ -117,7 +117,7 @@ struct XMPReaderTests {
 
         // Then it is refused with a note, in no time
         #expect(marks.dataMining.isEmpty)
-        #expect(marks.notes == ["XMP packet in a packet declares a DTD or an entity; not parsed"])
+        #expect(marks.notes == ["XMP packet in the input declares a DTD or an entity; not parsed"])
     }
 
     @Test("elements 10,000 deep abort the parse and discard what was found before")
@@ -132,7 +132,7 @@ struct XMPReaderTests {
 
         // Then nothing is kept
         #expect(marks.dataMining.isEmpty)
-        #expect(marks.notes == ["XMP packet in a packet nests elements deeper than 64; not read"])
+        #expect(marks.notes == ["XMP packet in the input nests elements deeper than 64; not read"])
     }
 
     @Test("XML that is not well-formed keeps nothing, though libxml2 recovers")
@@ -147,7 +147,7 @@ struct XMPReaderTests {
         // Then the value is discarded
         #expect(marks.dataMining.isEmpty)
         #expect(marks.notes.count == 1)
-        #expect(marks.notes.first?.hasPrefix("XMP packet in a packet is not well-formed XML") == true)
+        #expect(marks.notes.first?.hasPrefix("XMP packet in the input is not well-formed XML") == true)
     }
 
     @Test("only UTF-8 is read; trailing NULs are padding")
@@ -160,8 +160,8 @@ struct XMPReaderTests {
         let utf8 = Self.read("<?xml version=\"1.0\" encoding=\"UTF-8\"?>" + body)
         let padded = Self.read(Array(body.utf8) + [0, 0, 0])
 
-        #expect(utf16.notes == ["XMP packet in a packet is not UTF-8 (it holds NUL bytes); not read"])
-        #expect(latin1.notes == ["XMP packet in a packet declares an encoding other than UTF-8; not read"])
+        #expect(utf16.notes == ["XMP packet in the input is not UTF-8 (it holds NUL bytes); not read"])
+        #expect(latin1.notes == ["XMP packet in the input declares an encoding other than UTF-8; not read"])
         #expect(utf16.dataMining.isEmpty && latin1.dataMining.isEmpty)
         #expect(utf8.dataMining == [Self.dataMining(Self.prohibited)])
         #expect(padded.dataMining == [Self.dataMining(Self.prohibited)])
@@ -178,7 +178,7 @@ struct XMPReaderTests {
         let marks = Self.read(bad)
 
         // Then it is a note, and the process is still here
-        #expect(marks == ImageMarks(notes: ["XMP packet in a packet is not valid UTF-8; not parsed"]))
+        #expect(marks == ImageMarks(notes: ["XMP packet in the input is not valid UTF-8; not parsed"]))
     }
 
     @Test("a processing instruction without data is refused before corelibs' parser strlens its NULL")
@@ -191,7 +191,7 @@ struct XMPReaderTests {
         let spaced = Self.read(Self.packet(body + "<?xp ?>"))
 
         // Then the first is a note, the second is read
-        #expect(bare == ImageMarks(notes: ["XMP packet in a packet has a processing instruction without data; not parsed"]))
+        #expect(bare == ImageMarks(notes: ["XMP packet in the input has a processing instruction without data; not parsed"]))
         #expect(spaced.dataMining == [Self.dataMining(Self.prohibited)])
     }
 
@@ -208,7 +208,7 @@ struct XMPReaderTests {
 
         // Then 1,024 are read and 1,025 are a note
         #expect(atBound.dataMining == [Self.dataMining(Self.prohibited)])
-        #expect(overBound == ImageMarks(notes: ["XMP packet in a packet has a tag of more than 1024 attributes; not parsed"]))
+        #expect(overBound == ImageMarks(notes: ["XMP packet in the input has a tag of more than 1024 attributes; not parsed"]))
     }
 
     @Test("a packet over 1 MiB is not read")

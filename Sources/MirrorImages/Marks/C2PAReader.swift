@@ -7,6 +7,10 @@
 /// whole tree is read and checked first (``JUMBFTree``); an assertion whose CBOR is refused adds a note and nothing
 /// else. Signatures, hashes and the claim are not validated: the values are what the signer wrote.
 enum C2PAReader {
+    /// The largest store read, in any container: C2PA stores are tens of kilobytes (a thumbnail, a claim, a
+    /// signature), megabytes only with many ingredients' manifests; 16 MiB bounds the one copy a store split over
+    /// APP11 segments or GIF sub-blocks needs.
+    static let maxStoreLength = 16 << 20
     static let cbor = fourCC("cbor")
 
     /// Assertion labels whose entries are read, without any `__N` suffix.
