@@ -4,7 +4,9 @@
 // against MirrorImages built in `.build-fuzz`. The input is the whole downloaded body.
 //
 // Invariants checked besides "no trap, no memory error": an accepted image has positive dimensions within the
-// pixel limit, and every rejection can be described (messages render bytes from the input).
+// pixel limit, and every rejection can be described (messages render bytes from the input). Validated again with
+// `readsMarks` (the XMP and C2PA readers, which `Fuzz/Marks` feeds one at a time): the same acceptance and the same
+// description but for `marks`, which only JPEG, PNG, GIF and WebP have, each of whose notes is one short line.
 import Foundation
 import MirrorImages
 
@@ -22,6 +24,21 @@ public func fuzzImageValidator(_ start: UnsafeRawPointer?, _ count: Int) -> CInt
         } catch {
             _ = error.description
         }
+    }
+    // Reading marks never changes the verdict, and its notes render.
+    let plain = try? ImageValidator().validate(bytes: bytes)
+    let read = try? ImageValidator(readsMarks: true).validate(bytes: bytes)
+    precondition((plain == nil) == (read == nil), "reading marks changed whether the image is accepted")
+    if var read, let plain {
+        if let marks = read.marks {
+            precondition([.jpeg, .png, .gif, .webp].contains(read.format), "marks read from \(read.format)")
+            for note in marks.notes {
+                precondition(!note.isEmpty && note.count <= 201 && !note.contains("\n"), "a note that is not one short line")
+            }
+            _ = String(describing: marks)
+        }
+        read.marks = nil
+        precondition(read == plain, "reading marks changed the image's description")
     }
     // The early sniff on the first bytes of a response must never trap either.
     _ = ImageValidator.sniff(Data(bytes.prefix(64)))

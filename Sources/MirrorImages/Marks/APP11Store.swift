@@ -9,13 +9,10 @@
 /// (the sequence number orders them); a duplicated or missing sequence number, or a continuation whose repeated
 /// header differs, refuses that instance.
 ///
-/// Bounds: ``maxStoreLength`` (16 MiB), the most a store may hold in any container — C2PA stores are tens of
-/// kilobytes (a thumbnail, a claim, a signature), megabytes only with many ingredients; and ``maxSegments``
-/// (4,096 per instance), which stops a store of tiny segments before it is sorted (16 MiB takes 263 full ones). A
-/// store in one segment is read where it lies; a longer one is copied once, after its length is known to be within
-/// the bound.
+/// Bounds: ``C2PAReader/maxStoreLength`` (16 MiB), and ``maxSegments`` (4,096 per instance), which stops a store of
+/// tiny segments before it is sorted (16 MiB takes at least 257 full ones). A store in one segment is read where it
+/// lies; a longer one is copied once, after its length is known to be within the bound.
 enum APP11Store {
-    static let maxStoreLength = 16 << 20
     static let maxSegments = 4_096
     /// `JP`, En, Z.
     static let segmentHeaderLength = 8
@@ -74,9 +71,10 @@ enum APP11Store {
                 return refuse("a continuation segment does not repeat the box header")
             }
             total += segment.data.count - headerLength
-            guard total <= maxStoreLength else { return refuse("over the \(maxStoreLength)-byte bound") }
+            guard total <= C2PAReader.maxStoreLength else {
+                return refuse("over the \(C2PAReader.maxStoreLength)-byte bound")
+            }
         }
-        guard total <= maxStoreLength else { return refuse("over the \(maxStoreLength)-byte bound") }
 
         if segments.count == 1 {
             let store = ByteView(UnsafeRawBufferPointer(rebasing: bytes.buffer[first.data]))

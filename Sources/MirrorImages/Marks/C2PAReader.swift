@@ -1,5 +1,3 @@
-import Foundation
-
 /// Reads a C2PA manifest store's active manifest: its training-and-data-mining entries and its `c2pa.created`
 /// actions' digital source types.
 ///
@@ -9,6 +7,10 @@ import Foundation
 /// whole tree is read and checked first (``JUMBFTree``); an assertion whose CBOR is refused adds a note and nothing
 /// else. Signatures, hashes and the claim are not validated: the values are what the signer wrote.
 enum C2PAReader {
+    /// The largest store read, in any container: C2PA stores are tens of kilobytes (a thumbnail, a claim, a
+    /// signature), megabytes only with many ingredients' manifests; 16 MiB bounds the one copy a store split over
+    /// APP11 segments or GIF sub-blocks needs.
+    static let maxStoreLength = 16 << 20
     static let cbor = fourCC("cbor")
 
     /// Assertion labels whose entries are read, without any `__N` suffix.
@@ -72,10 +74,12 @@ enum C2PAReader {
 
     /// A label without its `__N` suffix (C2PA 2.1, "Multiple Instances"): `c2pa.actions__2` → `c2pa.actions`.
     static func baseLabel(_ label: String) -> String {
-        guard let marker = label.range(of: "__", options: .backwards) else { return label }
-        let suffix = label[marker.upperBound...]
-        guard !suffix.isEmpty, suffix.allSatisfy({ $0.isASCII && $0.isNumber }) else { return label }
-        return String(label[..<marker.lowerBound])
+        let utf8 = label.utf8
+        guard let lastNonDigit = utf8.lastIndex(where: { !(0x30...0x39).contains($0) }),
+              lastNonDigit != utf8.index(before: utf8.endIndex), lastNonDigit > utf8.startIndex,
+              utf8[lastNonDigit] == UInt8(ascii: "_"), utf8[utf8.index(before: lastNonDigit)] == UInt8(ascii: "_")
+        else { return label }
+        return String(label[..<utf8.index(before: lastNonDigit)])
     }
 
     /// `{ "entries": { name: { "use": …, "constraint_info": … }, … } }`.
@@ -111,7 +115,7 @@ enum C2PAReader {
         for action in actions where action["action"]?.text == "c2pa.created" {
             guard let type = action["digitalSourceType"]?.text else { continue }
             collector.addSourceType(ImageMarks.SourceType(
-                value: type.trimmingCharacters(in: .whitespacesAndNewlines), source: .c2pa,
+                value: type.trimmingXMLWhitespace, source: .c2pa,
                 location: "C2PA \(label) c2pa.created"))
         }
     }

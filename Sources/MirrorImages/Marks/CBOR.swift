@@ -169,7 +169,7 @@ public struct CBORDecoder {
         case 1:
             return .negative(argument)
         case 2:
-            return .bytes(try definiteBytes(argument, at: start))
+            return .bytes([UInt8](try definiteBytes(argument, at: start)))
         case 3:
             return .text(try text(try definiteBytes(argument, at: start), at: start))
         case 4:
@@ -232,17 +232,17 @@ public struct CBORDecoder {
         return Int(count)
     }
 
-    /// The next `length` bytes, once they are there.
-    private mutating func definiteBytes(_ length: UInt64, at start: Int) throws(CBORError) -> [UInt8] {
+    /// The next `length` bytes, once they are there (a view into the input, valid during the decode).
+    private mutating func definiteBytes(_ length: UInt64, at start: Int) throws(CBORError) -> UnsafeRawBufferPointer {
         let remaining = bytes.remaining(from: offset)
         guard length <= UInt64(remaining) else { throw .lengthPastEnd(length, remaining: remaining, at: start) }
         let count = Int(length)
-        let chunk = [UInt8](UnsafeRawBufferPointer(rebasing: bytes.buffer[offset..<offset + count]))
+        let chunk = UnsafeRawBufferPointer(rebasing: bytes.buffer[offset..<offset + count])
         offset += count
         return chunk
     }
 
-    private func text(_ utf8: [UInt8], at start: Int) throws(CBORError) -> String {
+    private func text(_ utf8: some Collection<UInt8>, at start: Int) throws(CBORError) -> String {
         guard let text = String(validating: utf8, as: UTF8.self) else { throw .invalidUTF8(at: start) }
         return text
     }

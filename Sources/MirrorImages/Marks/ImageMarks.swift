@@ -6,9 +6,9 @@
 /// - **XMP** packets (JPEG APP1 with extended XMP, PNG `iTXt`, WebP `XMP `, GIF's `XMP DataXMP` application
 ///   extension): PLUS's `plus:DataMining` (IPTC Photo Metadata 2023.1) and IPTC's `Iptc4xmpExt:DigitalSourceType`,
 ///   matched by namespace URI.
-/// - **C2PA** manifest stores (JPEG APP11, PNG `caBX`, WebP `C2PA`): the active manifest's `c2pa.training-mining` /
-///   `cawg.training-mining` entries and its `c2pa.created` actions' `digitalSourceType`. Signatures are not
-///   validated: a manifest says what its signer claims, whoever that is.
+/// - **C2PA** manifest stores (JPEG APP11, PNG `caBX`, WebP `C2PA`, GIF `C2PA_GIF`): the active manifest's
+///   `c2pa.training-mining` / `cawg.training-mining` entries and its `c2pa.created` actions' `digitalSourceType`.
+///   Signatures are not validated: a manifest says what its signer claims, whoever that is.
 ///
 /// Values are kept as written (a vocabulary URI such as `http://ns.useplus.org/ldf/vocab/DMI-PROHIBITED`, or a code
 /// such as `notAllowed`), each with where it was read. A mark that is present but cannot be read (malformed, over a

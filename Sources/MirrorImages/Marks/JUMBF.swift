@@ -22,10 +22,11 @@ struct JUMBFTree {
     static let superbox = fourCC("jumb")
     static let description = fourCC("jumd")
 
-    /// One box: its type, the range of its content (after the header) within the tree's buffer, and, for a
-    /// superbox, its description's label and the indices of its content boxes.
+    /// One box: its type, where it starts, the range of its content (after the header) within the tree's buffer,
+    /// and, for a superbox, its description's label and the indices of its content boxes.
     struct Node {
         var type: UInt32
+        var start: Int
         var content: Range<Int>
         var label: String?
         var children: [Int] = []
@@ -121,14 +122,14 @@ struct JUMBFTree {
             }
             guard nodes.count < Self.maxBoxes else { throw .tooManyBoxes }
             let index = nodes.count
-            nodes.append(Node(type: type, content: offset + header..<offset + length))
+            nodes.append(Node(type: type, start: offset, content: offset + header..<offset + length))
             indices.append(index)
             if type == Self.superbox {
                 let children = try readBoxes(bytes, in: offset + header..<offset + length, depth: depth + 1)
                 guard let first = children.first, nodes[first].type == Self.description else {
                     throw .noDescription(at: offset)
                 }
-                nodes[index].label = try Self.label(bytes, description: nodes[first].content)
+                nodes[index].label = try Self.label(bytes, description: nodes[first])
                 nodes[index].children = children
             }
             offset += length
@@ -137,20 +138,21 @@ struct JUMBFTree {
     }
 
     /// The label of a description box's content, or nil when its toggles say it has none.
-    private static func label(_ bytes: ByteView, description content: Range<Int>) throws(Failure) -> String? {
+    private static func label(_ bytes: ByteView, description: Node) throws(Failure) -> String? {
+        let content = description.content
         // 16-byte type UUID, then the toggles.
         guard content.count >= 17, let toggles = bytes.u8(content.lowerBound + 16) else {
-            throw .badDescription(at: content.lowerBound)
+            throw .badDescription(at: description.start)
         }
         guard toggles & 0x02 != 0 else { return nil }
         let start = content.lowerBound + 17
         guard let nul = bytes.firstIndex(of: 0, from: start), nul < content.upperBound,
               nul - start <= maxLabelLength
         else {
-            throw .badDescription(at: content.lowerBound)
+            throw .badDescription(at: description.start)
         }
         let utf8 = UnsafeRawBufferPointer(rebasing: bytes.buffer[start..<nul])
-        guard let label = String(validating: utf8, as: UTF8.self) else { throw .badDescription(at: content.lowerBound) }
+        guard let label = String(validating: utf8, as: UTF8.self) else { throw .badDescription(at: description.start) }
         return label
     }
 }

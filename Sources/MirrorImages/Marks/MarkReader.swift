@@ -1,8 +1,8 @@
 /// Reads the payloads a format parser noted (``MarkPayloads``) into ``ImageMarks``, inside the validation call.
 ///
 /// XMP first (the main packets in the order met, then the extended XMP their `xmpNote:HasExtendedXMP` names), then
-/// C2PA (JPEG APP11 segments reassembled per box instance, PNG `caBX`, WebP `C2PA`). Nothing here throws: what cannot
-/// be read is a note. The result is nil when the image has no XMP packet and no C2PA store at all.
+/// C2PA (JPEG APP11 segments reassembled per box instance, PNG `caBX`, WebP `C2PA`, GIF `C2PA_GIF` sub-blocks
+/// joined). Nothing here throws: what cannot be read is a note. The result is nil when the image has no XMP packet and no C2PA store at all.
 enum MarkReader {
     /// The most main XMP packets read from one image: the formats allow one; a few writers leave a stale second one
     /// beside it. Past this, one note.
@@ -61,10 +61,10 @@ enum MarkReader {
         }
         for payload in payloads.payloads {
             guard case .manifestStore(let container) = payload.kind else { continue }
-            guard payload.range.count <= APP11Store.maxStoreLength else {
+            guard payload.range.count <= C2PAReader.maxStoreLength else {
                 collector.sawMarks = true
                 collector.note("C2PA manifest store in \(container.rawValue) of \(payload.range.count) bytes is over the "
-                    + "\(APP11Store.maxStoreLength)-byte bound; not read")
+                    + "\(C2PAReader.maxStoreLength)-byte bound; not read")
                 continue
             }
             let store = ByteView(UnsafeRawBufferPointer(rebasing: bytes.buffer[payload.range]))
@@ -170,7 +170,8 @@ struct MarkCollector {
 
 /// C2PA's GIF embedding (C2PA 2.1, "Embedding manifests into GIF"): an application extension identified `C2PA_GIF`
 /// whose ordinary data sub-blocks carry the manifest store, joined here (one copy, after the sub-blocks are counted
-/// within ``APP11Store/maxStoreLength``).
+/// within ``C2PAReader/maxStoreLength``). Seen in c2pa-python 0.38.1's output: the extension before the first
+/// graphic control extension, authentication code `01 00 00`, 255-byte sub-blocks.
 enum GIFC2PA {
     static func read(_ bytes: ByteView, subBlocks: Range<Int>, into collector: inout MarkCollector) {
         let container = MarkPayloads.Container.gifApplication.rawValue
@@ -180,10 +181,10 @@ enum GIFC2PA {
             total += Int(size)
             offset += 1 + Int(size)
         }
-        guard total <= APP11Store.maxStoreLength else {
+        guard total <= C2PAReader.maxStoreLength else {
             collector.sawMarks = true
             collector.note("C2PA manifest store in \(container) of \(total) bytes is over the "
-                + "\(APP11Store.maxStoreLength)-byte bound; not read")
+                + "\(C2PAReader.maxStoreLength)-byte bound; not read")
             return
         }
         var store: [UInt8] = []
@@ -197,6 +198,19 @@ enum GIFC2PA {
         store.withUnsafeBytes { buffer in
             C2PAReader.read(ByteView(buffer), container: container, otherJUMBFIsExpected: false, into: &collector)
         }
+    }
+}
+
+extension String {
+    /// The string without leading and trailing XML whitespace (space, tab, CR, LF). Foundation's
+    /// `trimmingCharacters(in:)` goes through NSString on Linux: it was a fifth of reading a small C2PA store.
+    var trimmingXMLWhitespace: String {
+        let utf8 = self.utf8
+        let isSpace = { (byte: UInt8) in byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D }
+        guard let first = utf8.firstIndex(where: { !isSpace($0) }), let last = utf8.lastIndex(where: { !isSpace($0) })
+        else { return "" }
+        if first == utf8.startIndex, last == utf8.index(before: utf8.endIndex) { return self }
+        return String(self[first...last])
     }
 }
 

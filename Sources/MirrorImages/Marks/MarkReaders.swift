@@ -8,7 +8,7 @@ public enum MarkReaders {
         let bytes = ByteView(packet)
         var collector = MarkCollector()
         collector.sawMarks = true
-        XMPReader.read(bytes, in: 0..<bytes.count, origin: "XMP", container: "a packet", wantsGUID: false,
+        XMPReader.read(bytes, in: 0..<bytes.count, origin: "XMP", container: "the input", wantsGUID: false,
                        into: &collector)
         return collector.finished() ?? ImageMarks()
     }
@@ -17,10 +17,10 @@ public enum MarkReaders {
     public static func readManifestStore(_ store: UnsafeRawBufferPointer) -> ImageMarks {
         var collector = MarkCollector()
         collector.sawMarks = true
-        if store.count > APP11Store.maxStoreLength {
-            collector.note("C2PA manifest store of \(store.count) bytes is over the \(APP11Store.maxStoreLength)-byte bound; not read")
+        if store.count > C2PAReader.maxStoreLength {
+            collector.note("C2PA manifest store of \(store.count) bytes is over the \(C2PAReader.maxStoreLength)-byte bound; not read")
         } else {
-            C2PAReader.read(ByteView(store), container: "a store", otherJUMBFIsExpected: false, into: &collector)
+            C2PAReader.read(ByteView(store), container: "the input", otherJUMBFIsExpected: false, into: &collector)
         }
         return collector.finished() ?? ImageMarks()
     }

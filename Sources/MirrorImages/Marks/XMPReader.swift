@@ -15,10 +15,22 @@ import FoundationXML
 ///    a packet without those bytes cannot hold those properties; a photo's ordinary XMP costs one search, no parse;
 /// 4. it declares no DTD (`<!DOCTYPE`, `<!ENTITY`): entities are the one way a small packet expands (the billion
 ///    laughs), and XMP has no use for them — corelibs' `XMLParser` substitutes entities (`XML_PARSE_NOENT`), so it
-///    is refused here, not left to libxml2's own limits.
+///    is refused here, not left to libxml2's own limits;
+/// 5. it is valid UTF-8 throughout: corelibs' `XMLParser` force-unwraps each element and attribute name decoded
+///    without repair (`_NSXMLParserStartElementNs`; swift-corelibs-foundation issue 5534, open, in Swift 6.3.1), so
+///    `<a\xFF>` traps the process — a flipped byte in the samples did, in this project's tests. Valid input gives
+///    libxml2 whole characters only (a name cannot be a character reference, and no entity is declared);
+/// 6. it has no processing instruction without data (`<?name?>`): libxml2 reports its data as NULL and corelibs'
+///    `_NSXMLParserProcessingInstruction` takes the pointer as non-null and `strlen`s it — a segmentation fault that
+///    `scripts/fuzz marks` found (`Fuzz/Seeds/marks/`); `<?name ?>` gives empty data and is fine. XMP's own
+///    `<?xpacket …?>` instructions always carry data;
+/// 7. no tag has more than ``maxAttributesPerTag`` (1,024) attributes and namespace declarations: libxml2 2.9 checks
+///    an element's attributes for duplicates pair by pair, so 100,000 on one element (a megabyte) took 2.2 s here;
+///    with the bound, a megabyte of 1,024-attribute elements parses in 70 ms. Writers put a few hundred at most on
+///    one element (exiftool's shorthand form, every simple property of every namespace on one `rdf:Description`).
 /// During the parse the element depth is capped at ``maxDepth`` (64; XMP's deepest structures nest about ten), by
-/// aborting. A parse that reports any error — corelibs' parser recovers and returns true, so its `parserError` is
-/// what tells — keeps nothing from the packet.
+/// aborting. A parse that reports any error keeps nothing from the packet: corelibs' parser recovers and returns
+/// true (swift-corelibs-foundation issue 5281), so its error callback and `parserError` are what tell.
 ///
 /// Properties are matched by namespace URI and local name, never by prefix, in the three forms RDF/XML gives a
 /// simple property of a top-level node (an element directly inside `rdf:RDF`, in XMP an `rdf:Description`): an
@@ -30,6 +42,7 @@ import FoundationXML
 enum XMPReader {
     static let maxPacketLength = 1 << 20
     static let maxDepth = 64
+    static let maxAttributesPerTag = 1_024
 
     /// A property ``XMPReader`` looks for.
     struct Property: Equatable {
@@ -81,8 +94,22 @@ enum XMPReader {
             return nil
         }
 
+        let utf8 = UnsafeRawBufferPointer(rebasing: bytes.buffer[packet])
+        guard let text = String(validating: utf8, as: UTF8.self) else {
+            collector.note("\(what) is not valid UTF-8; not parsed")
+            return nil
+        }
+        guard !hasInstructionWithoutData(bytes, packet) else {
+            collector.note("\(what) has a processing instruction without data; not parsed")
+            return nil
+        }
+        guard !hasTag(bytes, packet, withMoreAttributesThan: maxAttributesPerTag) else {
+            collector.note("\(what) has a tag of more than \(maxAttributesPerTag) attributes; not parsed")
+            return nil
+        }
+
         let scanner = RDFPropertyScanner(wanted: [.dataMining, .digitalSourceType, .hasExtendedXMP], maxDepth: maxDepth)
-        let parser = XMLParser(data: Data(UnsafeRawBufferPointer(rebasing: bytes.buffer[packet])))
+        let parser = XMLParser(data: Data(text.utf8))
         parser.shouldProcessNamespaces = true
         parser.shouldReportNamespacePrefixes = true
         parser.delegate = scanner
@@ -117,6 +144,53 @@ enum XMPReader {
             collector.note("\(origin) \(property.displayName) in \(container) has a structured value; not read")
         }
         return guid
+    }
+
+    /// Whether `<?` is followed by a target and `?>` with no whitespace between (anywhere: in a comment too, where it is
+    /// harmless, is refused alike). Linear: each scan stops at the next `?`, and the search resumes there.
+    static func hasInstructionWithoutData(_ bytes: ByteView, _ packet: Range<Int>) -> Bool {
+        var from = packet.lowerBound
+        while let question = bytes.firstIndex(of: UInt8(ascii: "?"), in: from..<packet.upperBound) {
+            var end = question + 1
+            if question > packet.lowerBound, bytes.u8(question - 1) == UInt8(ascii: "<") {
+                while end < packet.upperBound, let byte = bytes.u8(end),
+                      ![0x20, 0x09, 0x0A, 0x0D, UInt8(ascii: "?"), UInt8(ascii: ">")].contains(byte) {
+                    end += 1
+                }
+                if end + 1 < packet.upperBound, bytes.u8(end) == UInt8(ascii: "?"), bytes.u8(end + 1) == UInt8(ascii: ">") {
+                    return true
+                }
+            }
+            from = end
+        }
+        return false
+    }
+
+    /// Whether some tag holds more than `limit` `=` signs outside quotes (an attribute or namespace declaration
+    /// each). Quoted values are skipped whole, so a `>` or `=` inside one neither ends the tag nor counts; a stray quote
+    /// in a comment can only make a tag look longer (a refusal, never a miss). Linear: every byte is passed once.
+    static func hasTag(_ bytes: ByteView, _ packet: Range<Int>, withMoreAttributesThan limit: Int) -> Bool {
+        var offset = packet.lowerBound
+        while let open = bytes.firstIndex(of: UInt8(ascii: "<"), in: offset..<packet.upperBound) {
+            var count = 0
+            offset = open + 1
+            scan: while let byte = bytes.u8(offset), offset < packet.upperBound {
+                switch byte {
+                case UInt8(ascii: ">"):
+                    break scan
+                case UInt8(ascii: "\""), UInt8(ascii: "'"):
+                    guard let close = bytes.firstIndex(of: byte, in: offset + 1..<packet.upperBound) else { return false }
+                    offset = close
+                case UInt8(ascii: "="):
+                    count += 1
+                    if count > limit { return true }
+                default:
+                    break
+                }
+                offset += 1
+            }
+        }
+        return false
     }
 
     /// Whether the packet has no XML declaration, or one without an encoding, or one naming UTF-8.
@@ -258,7 +332,7 @@ final class RDFPropertyScanner: NSObject, XMLParserDelegate {
     }
 
     private func record(_ property: XMPReader.Property, _ value: String) {
-        let trimmed = value.trimmingCharacters(in: .whitespacesAndNewlines)
+        let trimmed = value.trimmingXMLWhitespace
         guard !trimmed.isEmpty else { return }
         found.append(Found(property: property, value: trimmed))
     }
