@@ -6,7 +6,7 @@ import MirrorKit
 /// aside (README, "What the owner reserved").
 struct ConsentOptions: ParsableArguments {
     @Option(help: ArgumentHelp(
-        "What the images are for: ai-train, ai-input, search or archive.",
+        "What the images are for.",
         discussion: "Every reservation read (robots.txt's Content-Signal and Content-Usage, X-Robots-Tag, Content-Usage, TDMRep, IPTC Data Mining, C2PA training-mining) is matched against it: a search index is not refused by a reservation of AI training alone."
     ))
     var purpose: UsePurpose = .aiTrain
