@@ -121,6 +121,14 @@ struct ConsentEndToEndTests {
             "url,caption\n" + rows.map { "\(url($0)),\($0.path)" }.joined(separator: "\n") + "\n"
         }
 
+        /// A temporary folder holding the table, as `table.csv`.
+        func writeTable() throws -> (TemporaryFolder, URL) {
+            let work = TemporaryFolder()
+            let table = work.file("table.csv")
+            try csv.write(to: table, atomically: true, encoding: .utf8)
+            return (work, table)
+        }
+
         /// Requests each origin received, by path.
         func requests(_ origin: String) -> [String] { servers[origin]!.requests.map(\.path) }
 
@@ -139,9 +147,7 @@ struct ConsentEndToEndTests {
         // Given the four origins and a table of their images
         let origins = try Origins()
         defer { origins.stop() }
-        let work = TemporaryFolder()
-        let table = work.file("table.csv")
-        try origins.csv.write(to: table, atomically: true, encoding: .utf8)
+        let (work, table) = try origins.writeTable()
         let out = work.file("out")
 
         // When mirror collects them for AI training (the default) into a folder
@@ -216,9 +222,7 @@ struct ConsentEndToEndTests {
         // Given the same origins and table
         let origins = try Origins()
         defer { origins.stop() }
-        let work = TemporaryFolder()
-        let table = work.file("table.csv")
-        try origins.csv.write(to: table, atomically: true, encoding: .utf8)
+        let (work, table) = try origins.writeTable()
         let out = work.file("shards")
 
         // When they are collected as WebDataset shards (one shard of them all)
@@ -281,9 +285,7 @@ struct ConsentEndToEndTests {
         // Given the origins
         let origins = try Origins()
         defer { origins.stop() }
-        let work = TemporaryFolder()
-        let table = work.file("table.csv")
-        try origins.csv.write(to: table, atomically: true, encoding: .utf8)
+        let (work, table) = try origins.writeTable()
         let out = work.file("out")
 
         // When the run keeps generated images out and sets aside the managed site's content signals (a licence)

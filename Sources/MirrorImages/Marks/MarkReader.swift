@@ -116,32 +116,30 @@ struct MarkCollector {
     }
 
     mutating func addDataMining(_ mark: ImageMarks.Mark) {
-        guard accepts(mark.value), !marks.dataMining.contains(mark) else { return }
-        guard marks.dataMining.count < Self.maxValues else {
-            droppedValues += 1
-            return
-        }
-        marks.dataMining.append(mark)
+        guard accepts(mark.value) else { return }
+        keep(mark, in: \.dataMining)
     }
 
     mutating func addSourceType(_ type: ImageMarks.SourceType) {
-        guard accepts(type.value), !marks.digitalSourceTypes.contains(type) else { return }
-        guard marks.digitalSourceTypes.count < Self.maxValues else {
-            droppedValues += 1
-            return
-        }
-        marks.digitalSourceTypes.append(type)
+        guard accepts(type.value) else { return }
+        keep(type, in: \.digitalSourceTypes)
     }
 
     mutating func addTrainingMining(_ entry: ImageMarks.TrainingMiningEntry) {
-        guard accepts(entry.entry), accepts(entry.use), !marks.trainingMining.contains(entry) else { return }
+        guard accepts(entry.entry), accepts(entry.use) else { return }
         var entry = entry
         if let info = entry.constraintInfo, info.utf8.count > Self.maxValueLength { entry.constraintInfo = nil }
-        guard marks.trainingMining.count < Self.maxValues else {
+        keep(entry, in: \.trainingMining)
+    }
+
+    /// Appends a value not already kept, up to ``maxValues`` of its kind (the rest are counted, for one note).
+    private mutating func keep<Value: Equatable>(_ value: Value, in values: WritableKeyPath<ImageMarks, [Value]>) {
+        guard !marks[keyPath: values].contains(value) else { return }
+        guard marks[keyPath: values].count < Self.maxValues else {
             droppedValues += 1
             return
         }
-        marks.trainingMining.append(entry)
+        marks[keyPath: values].append(value)
     }
 
     /// Whether a value is worth keeping: not empty, not over ``maxValueLength`` (noted).
