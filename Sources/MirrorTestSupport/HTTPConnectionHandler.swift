@@ -206,6 +206,7 @@ final class HTTPConnectionHandler: ChannelInboundHandler {
         var bodyEnding: Ending = .keepAlive
         switch response.body {
         case .bytes(let data): framing = .length(data.count)
+        case .overlong(let data, _, _): framing = .length(data.count)
         case .drip(let data, _, _): framing = .length(data.count)
         case .stall(_, let declaredLength): framing = .length(declaredLength)
         case .truncated(_, let declaredLength): framing = .length(declaredLength); bodyEnding = .close
@@ -255,6 +256,19 @@ final class HTTPConnectionHandler: ChannelInboundHandler {
         case .bytes(let data), .truncated(let data, _), .untilClose(let data):
             buffer.writeBytes(data)
             write(buffer, bodyBytes: data.count) { [self] in finish(id) }
+        case .overlong(let data, let excess, nil):
+            buffer.writeBytes(data)
+            buffer.writeBytes(excess)
+            write(buffer, bodyBytes: data.count) { [self] in finish(id) }
+        case .overlong(let data, let excess, let delay?):
+            buffer.writeBytes(data)
+            write(buffer, bodyBytes: data.count)
+            guard let context else { return }
+            timer = context.eventLoop.assumeIsolated().scheduleTask(in: delay.timeAmount) { [self] in
+                timer = nil
+                guard isActive, exchange?.id == id else { return }
+                write(ByteBuffer(bytes: excess), bodyBytes: 0) { [self] in finish(id) }
+            }
         case .stall(let prefix, _):
             buffer.writeBytes(prefix)
             exchange?.isStalled = true

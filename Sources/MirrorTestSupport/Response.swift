@@ -44,6 +44,11 @@ public struct Response: Sendable {
         /// `Content-Length: declaredLength`, then `prefix`, then an abortive close: `SO_LINGER {1, 0}` and
         /// `close`, so the client sees a TCP RST (`ECONNRESET`).
         case reset(prefix: Data, declaredLength: Int)
+        /// `Content-Length: data.count`, then `data`, then `excess` — bytes past the declared length — on a connection
+        /// kept alive, so that what the client asks next on it is answered by them first (a server bug that poisons a
+        /// reused connection). With `after`, the excess is written that long after the body, once the client has
+        /// taken the response as complete.
+        case overlong(Data, excess: Data, after: Duration?)
         /// `size` bytes of ``DeterministicBytes`` streamed in 64 KiB chunks as fast as the client reads them
         /// (with backpressure; never held in memory, so many gigabytes are fine). With
         /// `includeContentLength == false` the body is sent chunked.

@@ -94,6 +94,7 @@ final class Transfer: @unchecked Sendable {
             try set(CURLOPT_PIPEWAIT, 1)
         }
         try set(CURLOPT_PRIVATE, pointer: UnsafeMutableRawPointer(bitPattern: id))
+        if request.freshConnection { try set(CURLOPT_FRESH_CONNECT, 1) }
 
         let context = Unmanaged.passUnretained(self).toOpaque()
         try check(ccurl_easy_set_write_function(handle, transferWriteCallback))
@@ -310,7 +311,16 @@ final class Transfer: @unchecked Sendable {
         case CURLE_TOO_MANY_REDIRECTS:
             return .tooManyRedirects(limit: request.maximumRedirects)
         case CURLE_UNSUPPORTED_PROTOCOL:
-            return .disallowedProtocol(url: refusedRedirectTarget() ?? request.url.absoluteString)
+            // A redirect to (or a URL of) another scheme, which the protocol policy refuses; or, for an http(s) URL
+            // with no redirect refused, an answer that was not HTTP at all ("Received HTTP/0.9 when not allowed"):
+            // the bytes a previous response left past its length on a connection kept alive, or a server that is not
+            // one. The second is the connection's fault, not the URL's (issue 43).
+            if let target = refusedRedirectTarget() { return .disallowedProtocol(url: target) }
+            let scheme = request.url.scheme?.lowercased()
+            guard scheme == "http" || scheme == "https" else { return .disallowedProtocol(url: request.url.absoluteString) }
+            return .badResponse(curlError, reusedConnection: reusedConnection)
+        case CURLE_WEIRD_SERVER_REPLY:
+            return .badResponse(curlError, reusedConnection: reusedConnection)
         case CURLE_FILESIZE_EXCEEDED:
             return .tooLarge(limit: request.maximumBodyBytes)
         case CURLE_PARTIAL_FILE:
@@ -328,6 +338,13 @@ final class Transfer: @unchecked Sendable {
         default:
             return .other(curlError)
         }
+    }
+
+    /// Whether the transfer went over a connection kept alive from an earlier one (it opened none of its own).
+    private var reusedConnection: Bool {
+        var connects = 0
+        _ = ccurl_easy_getinfo_long(handle, CURLINFO_NUM_CONNECTS, &connects)
+        return connects == 0
     }
 
     /// The `Location` a refused redirect pointed at, resolved against the URL that sent it.

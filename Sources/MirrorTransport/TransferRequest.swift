@@ -69,6 +69,9 @@ public struct TransferRequest: Sendable {
     /// A file of PEM certificates to trust instead of the system's (a private CA), or `nil` (the default) for the
     /// system's bundle. Verification of the peer and of its name is always on.
     public var trustedCertificates: String?
+    /// Whether the transfer must open a connection of its own rather than reuse one kept alive (after a reused one
+    /// answered with bytes that were not HTTP). Default false.
+    public var freshConnection = false
 
     public init(url: URL, destination: Destination = .memory) {
         self.url = url

@@ -46,6 +46,10 @@ public enum TransportError: Error, Sendable, Hashable, CustomStringConvertible {
     case truncated(received: Int64, expected: Int64?)
     /// The connection broke mid-transfer (reset by the peer, or another receive or send failure).
     case connectionLost(CurlError)
+    /// What came back was not an HTTP response (libcurl: HTTP/0.9, a weird server reply), over a connection kept
+    /// alive from an earlier transfer (`reusedConnection`, most likely bytes an earlier response left past its length:
+    /// the connection's fault, worth another try on a fresh one) or a new one (a server that does not speak HTTP).
+    case badResponse(CurlError, reusedConnection: Bool)
     /// The destination refused the body (a write failed, for example the disk is full).
     case destinationFailed(String)
     /// The transfer was cancelled by its owner.
@@ -66,6 +70,9 @@ public enum TransportError: Error, Sendable, Hashable, CustomStringConvertible {
         case let .truncated(received, expected?): "truncated body: \(received) of \(expected) bytes"
         case let .truncated(received, nil): "truncated body after \(received) bytes"
         case let .connectionLost(error): "connection lost: \(error.message.isEmpty ? error.summary : error.message)"
+        case let .badResponse(error, reused):
+            "the answer was not HTTP\(reused ? " (on a connection kept alive from an earlier response)" : ""): "
+                + (error.message.isEmpty ? error.summary : error.message)
         case let .destinationFailed(reason): "could not write the body: \(reason)"
         case .cancelled: "cancelled"
         case let .other(error): error.description
@@ -84,7 +91,7 @@ public enum TransportError: Error, Sendable, Hashable, CustomStringConvertible {
     /// Whether trying again later could succeed: network trouble yes, policy refusals no.
     public var isTransient: Bool {
         switch self {
-        case .dnsFailure, .connectFailed, .timedOut, .stalled, .truncated, .connectionLost: true
+        case .dnsFailure, .connectFailed, .timedOut, .stalled, .truncated, .connectionLost, .badResponse: true
         case .tooLarge, .tooManyRedirects, .disallowedProtocol, .tls, .destinationFailed, .cancelled, .other: false
         }
     }

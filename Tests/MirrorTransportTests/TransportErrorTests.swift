@@ -116,6 +116,29 @@ struct TransportErrorTests {
         #expect(file.contents.isEmpty)
     }
 
+    @Test func bytesPastALengthOnAKeptConnectionAreABadResponseOfThatConnectionNotARefusedScheme() async {
+        defer { finish() }
+        // Given a response followed, once the client has taken it, by 64 bytes past its length on the kept connection
+        server.route("/overlong", Response(body: .overlong(Data("whole body".utf8), excess: Data(repeating: 0x41, count: 64), after: .milliseconds(1_500))))
+        server.route("/next", .ok(Data("next".utf8)))
+        let first = await fetch(driver, server.url("/overlong"))
+        #expect(first.success?.body == Data("whole body".utf8))
+
+        // When the next request goes over that connection, and then over a fresh one
+        let poisoned = await fetch(driver, server.url("/next"))
+        let fresh = await fetch(driver, server.url("/next")) { $0.freshConnection = true }
+
+        // Then the first is a bad response on a reused connection (transient), not "a non-HTTP(S) URL"; the second works
+        guard case let .badResponse(error, reusedConnection)? = poisoned.failure else {
+            Issue.record("expected a bad response, got \(poisoned)")
+            return
+        }
+        #expect(reusedConnection && error.code == 1)
+        #expect(poisoned.failure?.isTransient == true)
+        #expect(fresh.success?.body == Data("next".utf8))
+        #expect(fresh.success?.connectionsOpened == 1)
+    }
+
     @Test func aFileURLIsRefused() async {
         defer { finish() }
         let result = await fetch(driver, URL(string: "file:///etc/passwd")!)

@@ -78,6 +78,30 @@ struct FaultMatrixTests {
 
     // MARK: Status codes
 
+    /// Issue 43: a response with bytes past its `Content-Length` leaves them on the kept-alive connection, where the
+    /// next request reads them as its answer (libcurl reports HTTP/0.9): that row, a good image, must not fail for
+    /// good — its attempt is the connection's fault, tried again on a fresh one, even with `--retries 0`.
+    @Test(arguments: [Duration?.none, .milliseconds(1_500)])
+    func aResponseWithBytesPastItsLengthCostsNoOtherRow(excessAfter: Duration?) async throws {
+        // Given a PNG followed by 700 garbage bytes (at once, or once the client has taken the PNG as complete), then
+        // a good PNG on the same host
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let garbage = Data((0..<700).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) })
+        server.route("/bad.png", Response(headers: [("Content-Type", "image/png")], body: .overlong(Self.png, excess: garbage, after: excessAfter)))
+        let good = TestImages.png(width: 30, height: 20, seed: 8)
+        server.route("/good.png", .ok(good, contentType: "image/png"))
+
+        // When both are fetched one at a time with no retries
+        let outcome = try await mirror([server.url("/bad.png"), server.url("/good.png")], ["--concurrency", "1", "--retries", "0", "--ignore-opt-out", "all"])
+
+        // Then both are saved (the bad one's body was whole), nothing failed, and the good one is the good bytes
+        #expect(outcome.run.status == 0, "stderr: \(outcome.run.stderr)")
+        #expect(outcome.saved == 2 && outcome.failed == 0, "\(outcome.summary)")
+        #expect((try? Data(contentsOf: outcome.folder.file("good.png"))) == good)
+        #expect(!outcome.run.stderr.contains("non-HTTP(S)"))
+    }
+
     @Test func a500OnceIsRetriedAndSaved() async throws {
         // Given an image whose first request gets 500
         let server = try TestServer.start()

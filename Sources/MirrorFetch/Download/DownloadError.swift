@@ -55,6 +55,7 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
             case .tls: "tls"
             case .truncated: "truncated"
             case .connectionLost: "connection-lost"
+            case .badResponse: "bad-response"
             case .destinationFailed: "write"
             case .cancelled: "cancelled"
             case .other: "network"

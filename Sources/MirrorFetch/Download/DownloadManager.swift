@@ -86,6 +86,9 @@ public final class DownloadManager: Sendable {
         let request: DownloadRequest
         let completion: @Sendable (DownloadResult) -> Void
         var attempt = 1
+        /// Whether the next attempt opens a connection of its own: the last one's answer was not HTTP over a connection
+        /// kept alive (bytes an earlier response left past its length), the connection's fault, not the image's.
+        var freshConnection = false
         /// The attempt holding a slot, while one does (the machine knows whether it waits, runs or waits to retry).
         var operation: ImageDownloadOperation?
         var cancelled = false
@@ -298,7 +301,9 @@ public final class DownloadManager: Sendable {
     /// Makes the operation of an attempt that just got its slot (under the lock; the caller starts it).
     private func start(_ id: Int, in state: inout State) -> ImageDownloadOperation? {
         guard var ticket = state.tickets[id] else { return nil }
-        let operation = ImageDownloadOperation(request: ticket.request, attempt: ticket.attempt, context: context) { [self] outcome, onFreshStack in
+        let operation = ImageDownloadOperation(
+            request: ticket.request, attempt: ticket.attempt, freshConnection: ticket.freshConnection, context: context
+        ) { [self] outcome, onFreshStack in
             attemptFinished(id, outcome: outcome, startsInline: onFreshStack)
         }
         if ticket.cancelled { operation.cancel() }
@@ -331,9 +336,16 @@ public final class DownloadManager: Sendable {
                 }
             case let .failed(error, retryable, retryAfter, throttled):
                 hostOutcome = throttled ? .throttled(retryAfter: retryAfter) : .failure
-                let decision = ticket.cancelled ? .giveUp : configuration.retry.decision(
+                var decision = ticket.cancelled ? .giveUp : configuration.retry.decision(
                     afterAttempt: ticket.attempt, retryable: retryable, retryAfter: retryAfter, using: &state.random
                 )
+                // An answer that was not HTTP over a connection kept alive is that connection's fault (bytes an
+                // earlier response left past its length): once more at once, on a fresh connection, whatever the
+                // retry budget — the image has not been asked for yet.
+                if case .transport(.badResponse(_, reusedConnection: true)) = error, !ticket.freshConnection, !ticket.cancelled {
+                    ticket.freshConnection = true
+                    decision = .retry(after: .zero)
+                }
                 switch decision {
                 case .giveUp:
                     next = .end(.failure(ticket.cancelled ? .cancelled : error))

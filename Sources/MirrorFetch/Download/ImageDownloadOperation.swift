@@ -23,6 +23,9 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
 
     package let request: DownloadRequest
     package let attempt: Int
+    /// Whether the transfer opens a connection of its own (the attempt before it got an answer that was not HTTP over
+    /// a connection kept alive).
+    private let freshConnection: Bool
     private let context: DownloadContext
     /// Called once with how the attempt ended, and whether on a stack of its own (a transfer's completion, hopped onto
     /// the download threads), where the manager may start the next attempt at once, on this thread. Every other end —
@@ -32,9 +35,13 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
     // The only mutable state; its lock guards it.
     private let inFlight = Locked<(any Cancellable)?>(nil)
 
-    package init(request: DownloadRequest, attempt: Int, context: DownloadContext, completion: @escaping @Sendable (Outcome, _ onFreshStack: Bool) -> Void) {
+    package init(
+        request: DownloadRequest, attempt: Int, freshConnection: Bool = false, context: DownloadContext,
+        completion: @escaping @Sendable (Outcome, _ onFreshStack: Bool) -> Void
+    ) {
         self.request = request
         self.attempt = attempt
+        self.freshConnection = freshConnection
         self.context = context
         self.completion = completion
     }
@@ -109,6 +116,7 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
         var transferRequest = context.transferTemplate
         transferRequest.url = request.url
         transferRequest.destination = .sink(sink)
+        transferRequest.freshConnection = freshConnection
         context.emit(.started(request.url, attempt: attempt))
         let task = context.loader.load(transferRequest) { [self] result in
             // Off the driver thread, onto the download threads, before anything touches the disk.
