@@ -105,4 +105,31 @@ struct NeverHangTests {
         #expect(names.filter { $0.hasSuffix("_stats.json") }.count == 11)
         #expect(names.filter { $0.hasSuffix(".tar") }.count == 11)
     }
+
+    /// Issue 43: a body that keeps coming just above the stall floor (1,000 bytes a second for 20 s) was never given
+    /// up on without `--timeout` — 50 MB at 1.5 kB/s holds its row for 9.7 hours. Every attempt now has a deadline
+    /// by default, 15 s plus the largest image's time at 256 KiB/s: 15.1 s with `--max-bytes 32KB`.
+    @Test func aDripAboveTheStallFloorEndsAtTheDefaultDeadline() async throws {
+        // Given a 27.7 KB PNG sent at 1.5 kB/s (18.4 s to send it all, never slow enough to count as a stall)
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let png = TestImages.png(width: 96, height: 96, seed: 3)
+        #expect(png.count > 27_000 && png.count < 32_768)
+        server.route("/drip.png", Response(headers: [("Content-Type", "image/png")], body: .drip(png, chunkSize: 150, interval: .milliseconds(100))))
+        let work = TemporaryFolder()
+
+        // When mirror fetches it with no --timeout
+        let run = try await MirrorBinary.run(
+            ["urls", "-", "--out", work.file("out").path, "--json", "--max-bytes", "32KB", "--ignore-opt-out", "all"],
+            stdin: server.url("/drip.png").absoluteString + "\n"
+        )
+
+        // Then the attempt ended at its deadline, before the body was whole: a timeout, filed transient, exit 5, asked
+        // for once (a spent deadline is not retried in the run)
+        #expect(run.status == 5, "\(run.stderr.suffix(400))")
+        let summary = (try? JSONSerialization.jsonObject(with: Data(run.stdout.utf8))) as? [String: Any] ?? [:]
+        #expect((summary["failures"] as? [String: Int]) == ["timeout": 1], "\(summary)")
+        #expect(summary["missingTransient"] as? Int == 1)
+        #expect(server.requestCount(path: "/drip.png") == 1)
+    }
 }

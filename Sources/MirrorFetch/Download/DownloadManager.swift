@@ -42,7 +42,7 @@ public final class DownloadManager: Sendable {
         public var maximumBytes: Int64 = 50 * 1024 * 1024
         /// Time to connect. Default 10 s.
         public var connectTimeout: Duration = .seconds(10)
-        /// A limit on one whole attempt (`--timeout`), or nil for none (the default; stalls are caught anyway).
+        /// A limit on one whole attempt (`--timeout`), or nil (the default) for ``defaultDeadline(maximumBytes:)``.
         public var timeout: Duration?
         /// Stall detection. Default: under 1,000 bytes/s for 20 s.
         public var stall = TransferRequest.StallPolicy()
@@ -63,6 +63,18 @@ public final class DownloadManager: Sendable {
         public var cache: ImageCache?
 
         public init() {}
+
+        /// The longest one attempt may take: ``timeout`` when set, else ``defaultDeadline(maximumBytes:)``.
+        public var attemptDeadline: Duration { timeout ?? Self.defaultDeadline(maximumBytes: maximumBytes) }
+
+        /// The deadline of an attempt when `--timeout` is not given: 15 s, plus the largest image's time at 256 KiB/s,
+        /// at most 5 minutes — 215 s with the default 50 MiB. A body that keeps coming just above the stall floor (1,000
+        /// bytes/s) would otherwise hold its row, and the run, for hours (50 MB at 1.5 kB/s: 9.7 hours; issue 43); 256
+        /// KiB/s is a slow mobile link, so a whole image the server really sends is not cut short.
+        public static func defaultDeadline(maximumBytes: Int64) -> Duration {
+            let seconds = 15 + Double(max(0, maximumBytes)) / Double(256 * 1024)
+            return .milliseconds(Int64(min(300, seconds) * 1000))
+        }
 
         /// Builds a configuration by adjusting the defaults.
         public init(_ configure: (inout Configuration) -> Void) {
@@ -128,7 +140,7 @@ public final class DownloadManager: Sendable {
         var template = TransferRequest(url: URL(string: "http://localhost/")!)
         template.userAgent = configuration.userAgent
         template.connectTimeout = configuration.connectTimeout
-        template.totalTimeout = configuration.timeout
+        template.totalTimeout = configuration.attemptDeadline
         template.stall = configuration.stall
         template.maximumBodyBytes = configuration.maximumBytes
         template.connectTo = configuration.connectTo

@@ -19,7 +19,7 @@ struct NetworkOptions: ParsableArguments {
     ))
     var maxPixels: Int = DownloadManager.Configuration().pixelLimit
 
-    @Option(help: "Give up on one attempt after this many seconds (default: no limit; stalls are caught anyway).")
+    @Option(help: "Give up on one attempt after this many seconds (default: 15 + the --max-bytes image's time at 256 KiB/s, at most 300: 215 with the default 50 MiB).")
     var timeout: Double?
 
     @Option(help: "Requests started per host per second at most (beside --per-host connections), e.g. 5 or 0.5. Split by host (--shard-by host), each host is in one copy, so the rate holds across copies.")

@@ -339,3 +339,14 @@ struct RetryWaitCancellationTests {
         #expect(server.requestCount(path: "/later.png") == 1)
     }
 }
+
+@Suite("The default deadline of an attempt")
+struct AttemptDeadlineTests {
+    @Test func fifteenSecondsPlusTheLargestImageAtAQuarterMebibyteASecondAtMostFiveMinutes() {
+        // 50 MiB (the default): 15 + 200 s; 1 MiB: 19 s; 1 GiB: capped at 300 s; --timeout replaces it
+        #expect(DownloadManager.Configuration().attemptDeadline == .seconds(215))
+        #expect(DownloadManager.Configuration.defaultDeadline(maximumBytes: 1 << 20) == .seconds(19))
+        #expect(DownloadManager.Configuration.defaultDeadline(maximumBytes: 1 << 30) == .seconds(300))
+        #expect(DownloadManager.Configuration { $0.timeout = .seconds(7) }.attemptDeadline == .seconds(7))
+    }
+}
