@@ -321,6 +321,15 @@ final class Transfer: @unchecked Sendable {
             return .badResponse(curlError, reusedConnection: reusedConnection)
         case CURLE_WEIRD_SERVER_REPLY:
             return .badResponse(curlError, reusedConnection: reusedConnection)
+        case CURLE_OUT_OF_MEMORY:
+            // libcurl's length limits come back as running out of memory, with nothing in the error buffer: a request
+            // over its 1 MiB request buffer (a URL that long), a response header line over 100 KiB (all of them over
+            // 300 KiB). Say which it most likely was; the URL's length is known, a header line's is not.
+            let urlBytes = request.url.absoluteString.utf8.count
+            if urlBytes > Self.longestRequest {
+                return .limitExceeded("the URL is \(urlBytes) bytes, longer than libcurl sends (a request of at most 1 MiB)")
+            }
+            return .limitExceeded("a response header line is longer than libcurl reads (100 KiB a line, 300 KiB in all), or memory ran out")
         case CURLE_FILESIZE_EXCEEDED:
             return .tooLarge(limit: request.maximumBodyBytes)
         case CURLE_PARTIAL_FILE:
@@ -339,6 +348,9 @@ final class Transfer: @unchecked Sendable {
             return .other(curlError)
         }
     }
+
+    /// libcurl's request buffer (`DYN_HTTP_REQUEST`, 1 MiB): a request line and headers past it fail to be built.
+    static let longestRequest = 1 << 20
 
     /// Whether the transfer went over a connection kept alive from an earlier one (it opened none of its own).
     private var reusedConnection: Bool {

@@ -50,6 +50,10 @@ public enum TransportError: Error, Sendable, Hashable, CustomStringConvertible {
     /// alive from an earlier transfer (`reusedConnection`, most likely bytes an earlier response left past its length:
     /// the connection's fault, worth another try on a fresh one) or a new one (a server that does not speak HTTP).
     case badResponse(CurlError, reusedConnection: Bool)
+    /// A length libcurl will not go past (what, and the limit): a URL over its request buffer, a response header line
+    /// over its header limit. libcurl reports these as running out of memory; they are not, and trying again changes
+    /// nothing.
+    case limitExceeded(String)
     /// The destination refused the body (a write failed, for example the disk is full).
     case destinationFailed(String)
     /// The transfer was cancelled by its owner.
@@ -73,6 +77,7 @@ public enum TransportError: Error, Sendable, Hashable, CustomStringConvertible {
         case let .badResponse(error, reused):
             "the answer was not HTTP\(reused ? " (on a connection kept alive from an earlier response)" : ""): "
                 + (error.message.isEmpty ? error.summary : error.message)
+        case let .limitExceeded(what): what
         case let .destinationFailed(reason): "could not write the body: \(reason)"
         case .cancelled: "cancelled"
         case let .other(error): error.description
@@ -92,7 +97,7 @@ public enum TransportError: Error, Sendable, Hashable, CustomStringConvertible {
     public var isTransient: Bool {
         switch self {
         case .dnsFailure, .connectFailed, .timedOut, .stalled, .truncated, .connectionLost, .badResponse: true
-        case .tooLarge, .tooManyRedirects, .disallowedProtocol, .tls, .destinationFailed, .cancelled, .other: false
+        case .tooLarge, .tooManyRedirects, .disallowedProtocol, .tls, .limitExceeded, .destinationFailed, .cancelled, .other: false
         }
     }
 

@@ -139,6 +139,25 @@ struct TransportErrorTests {
         #expect(fresh.success?.connectionsOpened == 1)
     }
 
+    @Test func libcurlsLengthLimitsAreNamedNotCalledOutOfMemory() async {
+        defer { finish() }
+        // Given a response with a 10 MB header line, and a URL of 5 MB
+        server.route("/giant-header", Response(headers: [("X-Giant", String(repeating: "a", count: 10_000_000))], body: .bytes(Data("x".utf8))))
+        let longURL = server.url("/" + String(repeating: "b", count: 5_000_000))
+
+        // When each is fetched
+        let header = await fetch(driver, server.url("/giant-header"))
+        let url = await fetch(driver, longURL)
+
+        // Then each failure says which limit it hit, in a short line, and neither claims the machine ran out of memory
+        for (result, limit) in [(header, "header"), (url, "URL")] {
+            let text = result.failure.map(String.init(describing:)) ?? "no failure"
+            #expect(text.contains(limit), "\(text)")
+            #expect(!text.contains("Out of memory"), "\(text)")
+            #expect(text.count < 300, "\(text.prefix(300))")
+        }
+    }
+
     @Test func aFileURLIsRefused() async {
         defer { finish() }
         let result = await fetch(driver, URL(string: "file:///etc/passwd")!)

@@ -56,6 +56,7 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
             case .truncated: "truncated"
             case .connectionLost: "connection-lost"
             case .badResponse: "bad-response"
+            case .limitExceeded: "too-long"
             case .destinationFailed: "write"
             case .cancelled: "cancelled"
             case .other: "network"
