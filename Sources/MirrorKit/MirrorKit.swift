@@ -4,8 +4,8 @@
 @_exported import MirrorImages
 @_exported import MirrorSearch
 @_exported import MirrorStorage
+@_exported import MirrorTransport  // the HTTPLoading a Pipeline or a SiteGate takes, and its one production driver
 import MirrorBase
-import MirrorTransport
 
 /// The version of this build of mirror.
 public let version = MirrorVersion.current
