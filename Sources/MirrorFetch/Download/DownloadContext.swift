@@ -26,9 +26,9 @@ struct DownloadContext: Sendable {
     let observer: (@Sendable (DownloadEvent) -> Void)?
     /// The manager's clock.
     let sleeper: Sleeper
-    /// With `--host-rate`: how long a request to a host that is ready now must wait for the host's rate, the wait
-    /// taken for it (`SlotMachine.reserveStart`); nil without a rate.
-    let reserveStart: (@Sendable (String) -> Duration)?
+    /// Whether requests to a host are spaced (`--host-rate`): an attempt whose slot fetched its host's site files then
+    /// gives the slot back and queues again behind the rate.
+    let hasHostRate: Bool
 
     func emit(_ event: @autoclosure () -> DownloadEvent) {
         observer?(event())

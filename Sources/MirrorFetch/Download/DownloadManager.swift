@@ -84,9 +84,12 @@ public final class DownloadManager: Sendable {
 
     public let configuration: Configuration
 
-    /// The download threads: where an attempt the slot machine starts begins (unless it begins at once on the thread
-    /// that freed its slot), and where each transfer's body is verified when it ends.
+    /// The download threads: where the queue begins each attempt, and where each transfer's body is verified when it
+    /// ends.
     private let threads: DispatchQueue
+    /// The executor of the attempts (``ImageDownloadOperation``s): what the slot machine starts is added to it, and it
+    /// begins each on ``threads``. It decides nothing: the machine has decided already.
+    private let queue: OperationQueue
     /// The transport.
     package let loader: any HTTPLoading
     /// Stops the driver this manager made for itself; nil when it was given a loader (whose owner stops it).
@@ -114,6 +117,8 @@ public final class DownloadManager: Sendable {
         var random = SystemRandomNumberGenerator()
         /// The one timer: when it fires, and its task.
         var timer: (deadline: ContinuousClock.Instant, task: Task<Void, Never>)?
+        /// Requests outside an attempt (a host's second site file) waiting for the host's rate, woken by the one timer.
+        var paced: [(at: ContinuousClock.Instant, continuation: CheckedContinuation<Void, Never>)] = []
     }
 
     /// What the machine's actions come to, carried out once the lock is released.
@@ -134,6 +139,13 @@ public final class DownloadManager: Sendable {
         self.loader = loader ?? ownedDriver!
         let threads = DispatchQueue(label: "mirror.downloads", attributes: .concurrent)
         self.threads = threads
+        let queue = OperationQueue()
+        queue.name = "mirror.downloads"
+        queue.underlyingQueue = threads
+        // No limit here: the slot machine admits at most `concurrency`, and a limit here too would hold back, for a
+        // moment, an attempt started while the queue had yet to count one that just finished.
+        queue.maxConcurrentOperationCount = OperationQueue.defaultMaxConcurrentOperationCount
+        self.queue = queue
         let slots = SlotMachine(concurrency: configuration.concurrency, perHost: configuration.perHost, rate: configuration.hostRate)
         let state = Locked(State(slots: slots))
         self.state = state
@@ -154,21 +166,12 @@ public final class DownloadManager: Sendable {
             buffers: BufferPool(size: HashingFileSink.memoryLimit(concurrency: configuration.concurrency)),
             observer: onEvent,
             sleeper: configuration.sleeper,
-            reserveStart: configuration.hostRate == nil ? nil : Self.reserving(in: state, sleeper: configuration.sleeper)
+            hasHostRate: configuration.hostRate != nil
         )
     }
 
     deinit {
         ownedDriver?.shutdown()
-    }
-
-    /// `DownloadContext.reserveStart` over the manager's state.
-    private static func reserving(in state: Locked<State>, sleeper: Sleeper) -> @Sendable (String) -> Duration {
-        { host in
-            let now = sleeper.now()
-            let start: ContinuousClock.Instant? = state.withLock { $0.slots.reserveStart(host: host, now: now) }
-            return (start ?? now) - now
-        }
     }
 
     // MARK: Downloading
@@ -210,11 +213,19 @@ public final class DownloadManager: Sendable {
     }
 
     /// Waits until a request to `host` made outside the manager (the second of its site files) may start under
-    /// `--host-rate`, and takes that start; returns at once without a rate.
+    /// `--host-rate`, and takes that start; returns at once without a rate. The wait is the manager's one timer's, as
+    /// every other wait is.
     public func waitForHostRate(host: String) async {
-        guard let reserve = context.reserveStart else { return }
-        let wait = reserve(host)
-        if wait > .zero { try? await configuration.sleeper.sleep(wait) }
+        guard configuration.hostRate != nil else { return }
+        let now = configuration.sleeper.now()
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let start = state.withLock { state -> ContinuousClock.Instant? in
+                guard let start = state.slots.reserveStart(host: host, now: now), start > now else { return nil }
+                state.paced.append((start, continuation))
+                return start
+            }
+            if let start { armTimer(for: start) } else { continuation.resume() }
+        }
     }
 
     /// Downloads in progress or waiting (including waiting retries).
@@ -296,17 +307,10 @@ public final class DownloadManager: Sendable {
         return work
     }
 
-    /// Runs what the lock decided: each attempt that starts begins on the download threads, or on this thread when
-    /// `inline` (a verification thread whose attempt just freed the slot: no hand-off to another thread for the next
-    /// start, which costs only a file's creation and a transfer's hand-over to the driver).
-    private func run(_ work: Work, inline: Bool = false) {
-        for operation in work.operations {
-            if inline {
-                operation.start()
-            } else {
-                threads.async { operation.start() }
-            }
-        }
+    /// Runs what the lock decided: each attempt that starts is added to the queue, which begins it on the download
+    /// threads.
+    private func run(_ work: Work) {
+        for operation in work.operations { queue.addOperation(operation) }
         if let wake = work.wake { armTimer(for: wake) }
     }
 
@@ -315,8 +319,8 @@ public final class DownloadManager: Sendable {
         guard var ticket = state.tickets[id] else { return nil }
         let operation = ImageDownloadOperation(
             request: ticket.request, attempt: ticket.attempt, freshConnection: ticket.freshConnection, context: context
-        ) { [self] outcome, onFreshStack in
-            attemptFinished(id, outcome: outcome, startsInline: onFreshStack)
+        ) { [self] outcome in
+            attemptFinished(id, outcome: outcome)
         }
         if ticket.cancelled { operation.cancel() }
         ticket.operation = operation
@@ -325,7 +329,7 @@ public final class DownloadManager: Sendable {
     }
 
     /// What follows an attempt, decided under one lock: the host's limits, the retry, and the attempts that start.
-    private func attemptFinished(_ id: Int, outcome: ImageDownloadOperation.Outcome, startsInline: Bool) {
+    private func attemptFinished(_ id: Int, outcome: ImageDownloadOperation.Outcome) {
         let now = configuration.sleeper.now()
         enum Next {
             case end(DownloadResult)
@@ -338,6 +342,10 @@ public final class DownloadManager: Sendable {
             let hostOutcome: SlotMachine.Outcome
             var retryAt: ContinuousClock.Instant?
             switch outcome {
+            case .yielded:
+                // Its host's site files took its start: it queues again behind the host's rate, holding no slot.
+                state.tickets[id] = ticket
+                return (nil, carryOut(state.slots.yielded(id, now: now), in: &state))
             case let .verified(image):
                 hostOutcome = .success
                 if ticket.cancelled {
@@ -382,7 +390,7 @@ public final class DownloadManager: Sendable {
         case let .retry(url, attempt, delay, reason):
             context.emit(.retrying(url, attempt: attempt, delay: delay, reason: reason))
         }
-        run(work, inline: startsInline)
+        run(work)
     }
 
     /// Arms the one timer for `deadline`, unless it is already set for that time or sooner.
@@ -400,13 +408,18 @@ public final class DownloadManager: Sendable {
         }
     }
 
-    /// Time passed: the machine queues the retries that fell due and starts what may start now.
+    /// Time passed: the machine queues the retries that fell due and starts what may start now; paced requests whose
+    /// start came go on.
     private func timerFired(_ deadline: ContinuousClock.Instant) {
         let now = max(configuration.sleeper.now(), deadline)
-        let work = state.withLock { state -> Work in
+        let (work, due, next) = state.withLock { state -> (Work, [CheckedContinuation<Void, Never>], ContinuousClock.Instant?) in
             if state.timer?.deadline == deadline { state.timer = nil }
-            return carryOut(state.slots.tick(now: now), in: &state)
+            let due = state.paced.filter { $0.at <= now }.map(\.continuation)
+            state.paced.removeAll { $0.at <= now }
+            return (carryOut(state.slots.tick(now: now), in: &state), due, state.paced.map(\.at).min())
         }
+        for continuation in due { continuation.resume() }
+        if let next { armTimer(for: next) }
         run(work)
     }
 

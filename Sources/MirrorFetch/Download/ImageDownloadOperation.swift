@@ -19,6 +19,9 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
     package enum Outcome: Sendable {
         case verified(VerifiedImage)
         case failed(DownloadError, retryable: Bool, retryAfter: Duration?, throttled: Bool)
+        /// The host's site files were fetched on this slot, which took the start it had been given under `--host-rate`:
+        /// the attempt gives the slot back and queues again behind the host's rate (no request of its own made).
+        case yielded
     }
 
     package let request: DownloadRequest
@@ -27,17 +30,14 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
     /// a connection kept alive).
     private let freshConnection: Bool
     private let context: DownloadContext
-    /// Called once with how the attempt ended, and whether on a stack of its own (a transfer's completion, hopped onto
-    /// the download threads), where the manager may start the next attempt at once, on this thread. Every other end —
-    /// a cache hit, a refusal known at once, a cancellation — may be inside a manager's call that started this attempt,
-    /// and starting the next inline there would nest one attempt inside another for as long as such ends follow.
-    private let completion: @Sendable (Outcome, _ onFreshStack: Bool) -> Void
+    /// Called once with how the attempt ended, on whichever thread it ended.
+    private let completion: @Sendable (Outcome) -> Void
     // The only mutable state; its lock guards it.
     private let inFlight = Locked<(any Cancellable)?>(nil)
 
     package init(
         request: DownloadRequest, attempt: Int, freshConnection: Bool = false, context: DownloadContext,
-        completion: @escaping @Sendable (Outcome, _ onFreshStack: Bool) -> Void
+        completion: @escaping @Sendable (Outcome) -> Void
     ) {
         self.request = request
         self.attempt = attempt
@@ -52,7 +52,7 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
     }
 
     override func didSkipExecution() {
-        completion(.failed(.cancelled, retryable: false, retryAfter: nil, throttled: false), false)
+        completion(.failed(.cancelled, retryable: false, retryAfter: nil, throttled: false))
     }
 
     package override func execute() {
@@ -61,8 +61,8 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
             return
         }
         // On this slot, before the transfer: answered at once when the origin's files are known, else when their one
-        // fetch ends (on whichever thread that is). After a fetch, with --host-rate, the image waits for its host's
-        // rate: the fetch took the start it had been given.
+        // fetch ends (on whichever thread that is). After a fetch, with --host-rate, the attempt gives its slot back and
+        // queues again behind its host's rate: the fetch took the start it had been given.
         site.evidence(for: request.url) { [self] evidence, fetched in
             if isCancelled {
                 end(.failed(.cancelled, retryable: false, retryAfter: nil, throttled: false))
@@ -77,15 +77,8 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
             case let .allowed(ignored):
                 setAside = ignored
             }
-            if fetched, let host = request.url.host, let wait = context.reserveStart?(host), wait > .zero {
-                Task { [self, sleeper = context.sleeper] in
-                    try? await sleeper.sleep(wait)
-                    if isCancelled {
-                        end(.failed(.cancelled, retryable: false, retryAfter: nil, throttled: false))
-                    } else {
-                        fetch(siteSetAside: setAside)
-                    }
-                }
+            if fetched, context.hasHostRate {
+                end(.yielded)
             } else {
                 fetch(siteSetAside: setAside)
             }
@@ -121,7 +114,7 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
         let task = context.loader.load(transferRequest) { [self] result in
             // Off the driver thread, onto the download threads, before anything touches the disk.
             context.threads.async {
-                self.end(self.conclude(result, sink: sink, temporary: temporary, siteSetAside: siteSetAside), onFreshStack: true)
+                self.end(self.conclude(result, sink: sink, temporary: temporary, siteSetAside: siteSetAside))
             }
         }
         inFlight.withLock { $0 = task }
@@ -129,7 +122,7 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
     }
 
     /// Ends the attempt: a verified image is first hashed and transformed as the request asks, on this slot.
-    private func end(_ outcome: Outcome, onFreshStack: Bool = false) {
+    private func end(_ outcome: Outcome) {
         var outcome = outcome
         if case let .verified(image) = outcome, let hasher = request.hasher, !isCancelled {
             outcome = .verified(hasher.apply(to: image))
@@ -141,7 +134,7 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
             }
         }
         finish()
-        completion(outcome, onFreshStack)
+        completion(outcome)
     }
 
     private func conclude(

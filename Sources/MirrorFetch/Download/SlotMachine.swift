@@ -186,6 +186,22 @@ package struct SlotMachine {
         return pump(now: now)
     }
 
+    /// An attempt of `id` gave its slot back without a request of its own: its host's site files were fetched on it,
+    /// which took the start it had been given (``noteRequest(host:now:)``). It queues again at once, as the oldest of
+    /// its host's, and starts when a slot and the host's spacing allow — through the same timer as every other wait.
+    package mutating func yielded(_ id: Int, now: Instant) -> [Action] {
+        guard let download = downloads[id], download.phase == .running else { return pump(now: now) }
+        running -= 1
+        if var entry = hosts[download.host] {
+            entry.active = max(0, entry.active - 1)
+            entry.waiting.prepend(id)
+            hosts[download.host] = entry
+        }
+        downloads[id]?.phase = .waiting
+        reconsider(download.host, now: now)
+        return pump(now: now)
+    }
+
     /// Withdraws a download that holds no slot (waiting for one, or for its retry); false when it is running (its
     /// attempt must be cancelled and finish) or unknown.
     package mutating func cancel(_ id: Int, now: Instant) -> Bool {

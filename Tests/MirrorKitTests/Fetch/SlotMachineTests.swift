@@ -111,6 +111,29 @@ struct SlotMachineTests {
         #expect(starts(slots.tick(now: now + spacing)) == [5])
     }
 
+    @Test func anAttemptWhoseSlotFetchedTheSiteFilesQueuesAgainBehindTheRateFirstOfItsHost() {
+        // Given a rate and two downloads of one host; the first starts and its slot fetches the host's site files,
+        // which take its start (noted at the fetch's end)
+        let slots = Machine(concurrency: 4, perHost: 4, rate: 5)
+        let spacing = slots.spacing!
+        #expect(starts(slots.submit(1, host: "h", now: now)) == [1])
+        #expect(starts(slots.submit(2, host: "h", now: now)).isEmpty)
+        let fetched = now + .milliseconds(30)
+        slots.noteRequest(host: "h", now: fetched)
+
+        // When it gives its slot back without a request of its own
+        let actions = slots.yielded(1, now: fetched)
+
+        // Then it holds no slot, waits for the host's next start on the one timer, and starts then — before the download
+        // that came after it
+        #expect(starts(actions).isEmpty && slots.running == 0)
+        #expect(wake(actions) != nil)
+        #expect(starts(slots.tick(now: fetched + spacing - .milliseconds(1))).isEmpty)
+        #expect(slots.nextDeadline == fetched + spacing)
+        #expect(starts(slots.tick(now: fetched + spacing)) == [1])
+        #expect(starts(slots.tick(now: fetched + spacing + spacing)) == [2])
+    }
+
     @Test("the spacing is taken when an attempt starts, not when it is queued")
     func theSpacingIsTakenAtTheStart() {
         // Given three slots, all busy, and five requests per second per host
@@ -298,6 +321,7 @@ struct SlotMachineTests {
         func cancel(_ id: Int, now: Instant) -> Bool { slots.cancel(id, now: now) }
         func tick(now: Instant) -> [SlotMachine.Action] { slots.tick(now: now) }
         func noteRequest(host: String, now: Instant) { slots.noteRequest(host: host, now: now) }
+        func yielded(_ id: Int, now: Instant) -> [SlotMachine.Action] { slots.yielded(id, now: now) }
     }
 
     private func starts(_ actions: [SlotMachine.Action]) -> [Int] {
