@@ -12,7 +12,7 @@ import Testing
 /// What keeps a decode from costing the job: the memory budget the transforms share, and the journal that names the
 /// image a run died decoding.
 @Suite("Decode budget and journal")
-struct DecodeGuardTests {
+struct DecodeBudgetTests {
     private let folder = TemporaryFolder()
 
     // MARK: Budget
