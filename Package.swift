@@ -43,6 +43,9 @@ let package = Package(
                 .linkedLibrary("dl"), .linkedLibrary("m"),
             ]
         ),
+        // The codecs' test-only entry points (the geometry sweeps, the EXIF reader alone), declared apart from the resize
+        // path's header; defined in CCodecs, whose internals they run.
+        .target(name: "CCodecsTesting", dependencies: ["CCodecs"]),
         // The codecs' headers and libraries for tests and test servers that make images (crafted ones among them).
         .systemLibrary(
             name: "CImageLibraries",
@@ -149,7 +152,10 @@ let package = Package(
         .testTarget(name: "MirrorImagesTests", dependencies: ["MirrorImages"], resources: [.copy("Samples")]),
         .testTarget(
             name: "MirrorKitTests",
-            dependencies: ["MirrorBase", "MirrorKit", "MirrorCore", "MirrorStorage", "MirrorFetch", "MirrorSearch", "MirrorTestSupport", "CCodecs", "CImageLibraries"],
+            dependencies: [
+                "MirrorBase", "MirrorKit", "MirrorCore", "MirrorStorage", "MirrorFetch", "MirrorSearch", "MirrorTestSupport", "CCodecs",
+                "CCodecsTesting", "CImageLibraries",
+            ],
             resources: [.copy("Fixtures")]
         ),
         .testTarget(name: "MirrorTestSupportTests", dependencies: ["MirrorTestSupport"]),

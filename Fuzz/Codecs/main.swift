@@ -25,8 +25,8 @@ let memoryLimit = 160 << 20
 public func fuzzCodecs(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
     guard count > 3, let start else { return 0 }
     let bytes = start.assumingMemoryBound(to: UInt8.self)
-    let fit = Int32(bytes[0] & 3)
-    let onlyIfBigger: Int32 = bytes[0] & 0x10 != 0 ? 1 : 0
+    let fit = mirror_codecs_fit(rawValue: UInt32(bytes[0] & 3))
+    let onlyIfBigger = bytes[0] & 0x10 != 0
     let skipsValidator = bytes[0] & 0x20 != 0
     let size = Int32((Int(bytes[1]) << 8 | Int(bytes[2])) % 512) + 1
     let body = UnsafeRawBufferPointer(start: bytes + 3, count: count - 3)
@@ -46,11 +46,11 @@ public func fuzzCodecs(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
     if bytes[0] & 0x40 != 0 {
         var bytesNeeded = 0
         var message = [CChar](repeating: 0, count: 256)
-        let estimated = mirror_codecs_pdq_estimate(body.bindMemory(to: UInt8.self).baseAddress, body.count, Int32(input.rawValue), &bytesNeeded, &message, message.count)
+        let estimated = mirror_codecs_pdq_estimate(body.bindMemory(to: UInt8.self).baseAddress, body.count, input, &bytesNeeded, &message, message.count)
         var hash = mirror_codecs_pdq()
-        let status = mirror_codecs_pdq_hash(body.bindMemory(to: UInt8.self).baseAddress, body.count, Int32(input.rawValue), memoryLimit, &hash)
-        if estimated == Int32(MIRROR_CODECS_OK.rawValue) { precondition(bytesNeeded > 0, "an estimate of nothing") }
-        if status == Int32(MIRROR_CODECS_OK.rawValue) {
+        let status = mirror_codecs_pdq_hash(body.bindMemory(to: UInt8.self).baseAddress, body.count, input, memoryLimit, &hash)
+        if estimated == MIRROR_CODECS_OK { precondition(bytesNeeded > 0, "an estimate of nothing") }
+        if status == MIRROR_CODECS_OK {
             precondition((0...100).contains(hash.quality) && hash.width > 0 && hash.height > 0, "a hash of \(hash.width)x\(hash.height), quality \(hash.quality)")
         } else {
             precondition(hash.message.0 != 0, "a failure without a reason")
@@ -61,20 +61,20 @@ public func fuzzCodecs(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
     let selector = Int(bytes[0] >> 2 & 3)
     let output = selector < 3 ? outputs[selector] : (format == .gif || format == .bmp ? MIRROR_CODECS_PNG : input)
     var request = mirror_codecs_request(
-        input_format: Int32(input.rawValue), fit: fit, size: size, only_if_bigger: onlyIfBigger,
-        output_format: Int32(output.rawValue), quality: 80, memory_limit: memoryLimit
+        input_format: input, fit: fit, size: size, only_if_bigger: onlyIfBigger,
+        output_format: output, quality: 80, memory_limit: memoryLimit
     )
     var estimate = 0
     var message = [CChar](repeating: 0, count: 256)
     let estimated = mirror_codecs_estimate(body.bindMemory(to: UInt8.self).baseAddress, body.count, &request, &estimate, &message, message.count)
     var result = mirror_codecs_output()
     let status = mirror_codecs_transform(body.bindMemory(to: UInt8.self).baseAddress, body.count, &request, &result)
-    if estimated == Int32(MIRROR_CODECS_OK.rawValue) {
+    if estimated == MIRROR_CODECS_OK {
         precondition(estimate > 0 && estimate <= memoryLimit, "an estimate of \(estimate) bytes passed the limit")
     }
-    if status == Int32(MIRROR_CODECS_OK.rawValue) {
+    if status == MIRROR_CODECS_OK {
         precondition(result.data != nil && result.length > 0 && result.width > 0 && result.height > 0, "a success with no image")
-        if fit != Int32(MIRROR_CODECS_NONE.rawValue) && onlyIfBigger == 0 {
+        if fit != MIRROR_CODECS_NONE && !onlyIfBigger {
             precondition(min(result.width, result.height) <= size, "\(result.width)x\(result.height) outside \(size)")
         }
         mirror_codecs_free(result.data)

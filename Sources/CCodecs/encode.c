@@ -12,7 +12,7 @@ size_t mc_encode_memory(int width, int height, int channels) {
     return mc_add(mc_mul(mc_image_bytes(width, height, channels > 3 ? channels : 3), 3), 1 << 20);
 }
 
-int mc_encode(const struct mc_pixels *pixels, int format, int quality, struct mirror_codecs_output *output, struct mc_error *error) {
+int mc_encode(const struct mc_pixels *pixels, enum mirror_codecs_format format, int quality, struct mirror_codecs_output *output, struct mc_error *error) {
     output->data = NULL;
     if (format == MIRROR_CODECS_JPEG) {
         tjhandle handle = tjInitCompress();

@@ -91,7 +91,7 @@ static int mc_gif_frame(GifFileType *file, int transparent, int alpha, struct mc
     return status;
 }
 
-int mc_gif_decode(const unsigned char *input, size_t length, int keep_alpha, struct mc_pixels *pixels, struct mc_error *error) {
+int mc_gif_decode(const unsigned char *input, size_t length, bool keep_alpha, struct mc_pixels *pixels, struct mc_error *error) {
     struct mc_gif_header header;
     int status = mc_gif_read_header(input, length, &header, error);
     if (status != 0) return status;

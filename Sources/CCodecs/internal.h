@@ -5,6 +5,7 @@
 // allocation followed by a long write.
 #include "mirror_codecs.h"
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -19,6 +20,11 @@ struct mc_error {
     char *text;
     size_t capacity;
 };
+
+/// Returned inside the target by a step that does not take the image, so that the next path must (the planes path leaves
+/// it to the RGB path, TurboJPEG to libvips): not a failure, and never a status of `mirror_codecs.h`, whose functions
+/// take the next path themselves.
+#define MC_DECLINED (-1)
 
 /// Writes a reason (printf-style) and returns `status`, so that a failure is one line: `return mc_fail(e, ...);`.
 int mc_fail(struct mc_error *error, int status, const char *format, ...) __attribute__((format(printf, 3, 4)));
@@ -50,7 +56,7 @@ void mc_pixels_free(struct mc_pixels *pixels);
 // MARK: Geometry (resample.c)
 
 /// The scale (≤ 1) at which an image of `width` × `height` still covers what `fit` needs of `size`.
-double mc_needed_scale(int width, int height, int fit, int size);
+double mc_needed_scale(int width, int height, enum mirror_codecs_fit fit, int size);
 
 /// Where a fit takes its pixels from and puts them: the crop of the source, the resampled size, and the canvas (larger
 /// than the resampled image only for a pad).
@@ -60,7 +66,7 @@ struct mc_geometry {
     int final_width, final_height;
 };
 
-struct mc_geometry mc_geometry_of(int width, int height, int fit, int size, int only_if_bigger);
+struct mc_geometry mc_geometry_of(int width, int height, enum mirror_codecs_fit fit, int size, bool only_if_bigger);
 
 /// Resamples `in_width` × `in_height` pixels (rows `in_stride` bytes apart, `channels` interleaved; alpha, if any,
 /// last) into `out_width` × `out_height` (rows `out_stride` apart). Catmull-Rom, clamped edges, in the image's own
@@ -69,7 +75,7 @@ int mc_resample(const unsigned char *in, int in_width, int in_height, size_t in_
                 int out_height, size_t out_stride, int channels, struct mc_error *error);
 
 /// Crops, resamples and pads `pixels` as `fit` asks.
-int mc_fit(struct mc_pixels *pixels, int fit, int size, int only_if_bigger, struct mc_error *error);
+int mc_fit(struct mc_pixels *pixels, enum mirror_codecs_fit fit, int size, bool only_if_bigger, struct mc_error *error);
 
 /// Bytes a resample of `in_width` × … into `out_width` × … takes besides its input and output (stb's working memory).
 size_t mc_resample_memory(int in_width, int in_height, int out_width, int out_height, int channels);
@@ -93,11 +99,11 @@ int mc_jpeg_read_header(const unsigned char *data, size_t length, struct mc_jpeg
 size_t mc_jpeg_decoder_memory(const struct mc_jpeg_header *header);
 
 /// The size a JPEG decodes to at the smallest DCT scale that still covers what `fit` needs of `size`.
-void mc_jpeg_scaled_size(int width, int height, int fit, int size, int *scaled_width, int *scaled_height);
+void mc_jpeg_scaled_size(int width, int height, enum mirror_codecs_fit fit, int size, int *scaled_width, int *scaled_height);
 
-int mc_jpeg_decode(const unsigned char *input, size_t length, const struct mc_jpeg_header *header, int fit, int size,
+int mc_jpeg_decode(const unsigned char *input, size_t length, const struct mc_jpeg_header *header, enum mirror_codecs_fit fit, int size,
                    struct mc_pixels *pixels, struct mc_error *error);
-/// JPEG to JPEG without leaving YCbCr (see jpeg.c); returns 0, MALFORMED, FAILED, or -1 for "take the RGB path".
+/// JPEG to JPEG without leaving YCbCr (see jpeg.c); returns 0, MALFORMED, FAILED, or MC_DECLINED (the RGB path takes it).
 int mc_jpeg_planes(const unsigned char *input, size_t length, const struct mc_jpeg_header *header,
                    const struct mirror_codecs_request *request, struct mirror_codecs_output *output, struct mc_error *error);
 /// One plane's crop and resample in the planes path: `in_*` within the decoded plane of `plane_width` × `plane_height`
@@ -118,37 +124,37 @@ struct mc_planes_geometry {
 };
 
 /// The planes of a JPEG decoded at `width` × `height` with TurboJPEG's `subsampling`, fitted as `g` (its geometry as
-/// packed pixels) says. Returns 0, or -1 for a subsampling the planes path does not take.
-int mc_planes_geometry_of(int width, int height, int subsampling, const struct mc_geometry *g, struct mc_planes_geometry *planes);
+/// packed pixels) says. Returns false for a subsampling the planes path does not take.
+bool mc_planes_geometry_of(int width, int height, int subsampling, const struct mc_geometry *g, struct mc_planes_geometry *planes);
 /// Whether mc_planes_geometry_of's plane sizes are TurboJPEG's for an image `length` pixels across and down.
 int mc_plane_length_matches_turbojpeg(int length);
 
 /// Bytes the planes path takes besides libjpeg's own: the decoded planes and the resampled ones.
-size_t mc_jpeg_planes_memory(const struct mc_jpeg_header *header, int subsampling, int fit, int size, int only_if_bigger);
+size_t mc_jpeg_planes_memory(const struct mc_jpeg_header *header, int subsampling, enum mirror_codecs_fit fit, int size, bool only_if_bigger);
 
 struct mc_png_header {
     int width, height, bit_depth, color_type, interlaced;
 };
 int mc_png_read_header(const unsigned char *data, size_t length, struct mc_png_header *header, struct mc_error *error);
-int mc_png_decode(const unsigned char *input, size_t length, int keep_alpha, struct mc_pixels *pixels, struct mc_error *error);
+int mc_png_decode(const unsigned char *input, size_t length, bool keep_alpha, struct mc_pixels *pixels, struct mc_error *error);
 
 struct mc_webp_header {
     int width, height, has_alpha, has_animation, lossless;
 };
 int mc_webp_read_header(const unsigned char *data, size_t length, struct mc_webp_header *header, struct mc_error *error);
 size_t mc_webp_decoder_memory(const struct mc_webp_header *header);
-void mc_webp_scaled_size(const struct mc_webp_header *header, int fit, int size, int *scaled_width, int *scaled_height);
-int mc_webp_decode(const unsigned char *input, size_t length, const struct mc_webp_header *header, int fit, int size,
-                   int keep_alpha, struct mc_pixels *pixels, struct mc_error *error);
+void mc_webp_scaled_size(const struct mc_webp_header *header, enum mirror_codecs_fit fit, int size, int *scaled_width, int *scaled_height);
+int mc_webp_decode(const unsigned char *input, size_t length, const struct mc_webp_header *header, enum mirror_codecs_fit fit, int size,
+                   bool keep_alpha, struct mc_pixels *pixels, struct mc_error *error);
 
 struct mc_gif_header {
     int width, height;      // the logical screen (the first frame's size when the screen is 0 × 0)
 };
 int mc_gif_read_header(const unsigned char *data, size_t length, struct mc_gif_header *header, struct mc_error *error);
-int mc_gif_decode(const unsigned char *input, size_t length, int keep_alpha, struct mc_pixels *pixels, struct mc_error *error);
+int mc_gif_decode(const unsigned char *input, size_t length, bool keep_alpha, struct mc_pixels *pixels, struct mc_error *error);
 
 /// Encodes `pixels` as JPEG, PNG or WebP into `output` (a buffer from malloc).
-int mc_encode(const struct mc_pixels *pixels, int format, int quality, struct mirror_codecs_output *output,
+int mc_encode(const struct mc_pixels *pixels, enum mirror_codecs_format format, int quality, struct mirror_codecs_output *output,
               struct mc_error *error);
 /// The most an encoder takes for an image of `width` × `height` × `channels` (its buffers and the result).
 size_t mc_encode_memory(int width, int height, int channels);
@@ -177,7 +183,7 @@ struct mc_plan {
 int mc_checked_plan(const unsigned char *input, size_t length, const struct mirror_codecs_request *request, struct mc_plan *plan,
                     struct mc_error *error);
 /// Decodes a planned image that does not go through libvips, at the smallest scale the request's fit allows (RGB, or
-/// RGBA when the output format keeps alpha). Returns 0, an error status, or -1 for "take libvips".
+/// RGBA when the output format keeps alpha). Returns 0, an error status, or MC_DECLINED (libvips takes it).
 int mc_decode_planned(const unsigned char *input, size_t length, const struct mc_plan *plan, const struct mirror_codecs_request *request,
                       struct mc_pixels *pixels, struct mc_error *error);
 

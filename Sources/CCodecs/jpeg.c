@@ -141,7 +141,7 @@ size_t mc_jpeg_decoder_memory(const struct mc_jpeg_header *header) {
 
 // MARK: Scale
 
-void mc_jpeg_scaled_size(int width, int height, int fit, int size, int *scaled_width, int *scaled_height) {
+void mc_jpeg_scaled_size(int width, int height, enum mirror_codecs_fit fit, int size, int *scaled_width, int *scaled_height) {
     double needed = mc_needed_scale(width, height, fit, size);
     int count = 0;
     tjscalingfactor *factors = tjGetScalingFactors(&count);
@@ -166,10 +166,10 @@ static int mc_jpeg_outcome(tjhandle handle, int status, struct mc_error *error) 
     return mc_fail(error, MIRROR_CODECS_MALFORMED, "the JPEG does not decode cleanly: %s", message);
 }
 
-/// After tjDecompressHeader3 warned: MALFORMED, or -1 (libvips) for a warning let through.
+/// After tjDecompressHeader3 warned: MALFORMED, or MC_DECLINED (libvips) for a warning let through.
 static int mc_jpeg_header_outcome(tjhandle handle, struct mc_error *error) {
     int status = mc_jpeg_outcome(handle, -1, error);
-    return status == 0 ? -1 : status;
+    return status == 0 ? MC_DECLINED : status;
 }
 
 // MARK: Decode to RGB
@@ -202,8 +202,9 @@ static int mc_orient(struct mc_pixels *pixels, int orientation, struct mc_error 
     return 0;
 }
 
-/// Returns 0, MALFORMED, FAILED, or -1 for an image libvips should take (CMYK, or a subsampling TurboJPEG cannot name).
-int mc_jpeg_decode(const unsigned char *input, size_t length, const struct mc_jpeg_header *header, int fit, int size,
+/// Returns 0, MALFORMED, FAILED, or MC_DECLINED for an image libvips should take (CMYK, or a subsampling TurboJPEG
+/// cannot name).
+int mc_jpeg_decode(const unsigned char *input, size_t length, const struct mc_jpeg_header *header, enum mirror_codecs_fit fit, int size,
                    struct mc_pixels *pixels, struct mc_error *error) {
     tjhandle handle = tjInitDecompress();
     if (!handle) return mc_fail(error, MIRROR_CODECS_FAILED, "TurboJPEG did not start");
@@ -211,9 +212,9 @@ int mc_jpeg_decode(const unsigned char *input, size_t length, const struct mc_jp
     if (tjDecompressHeader3(handle, input, (unsigned long)length, &width, &height, &subsampling, &colorspace) != 0) {
         // A warning in the headers is a JPEG that does not decode cleanly; what TurboJPEG cannot classify (an unusual
         // subsampling) goes to libvips.
-        status = tjGetErrorCode(handle) == TJERR_WARNING ? mc_jpeg_header_outcome(handle, error) : -1;
+        status = tjGetErrorCode(handle) == TJERR_WARNING ? mc_jpeg_header_outcome(handle, error) : MC_DECLINED;
     } else if (colorspace == TJCS_CMYK || colorspace == TJCS_YCCK) {
-        status = -1;  // libvips converts CMYK with a colour profile
+        status = MC_DECLINED;  // libvips converts CMYK with a colour profile
     } else {
         int scaled_width, scaled_height;
         mc_jpeg_scaled_size(header->width, header->height, fit, size, &scaled_width, &scaled_height);
@@ -245,8 +246,8 @@ static int mc_plane_length(int index, int length, int factor) {
     return index == 0 ? padded : padded / factor;
 }
 
-int mc_planes_geometry_of(int width, int height, int subsampling, const struct mc_geometry *g, struct mc_planes_geometry *planes) {
-    if (!(subsampling == TJSAMP_420 || subsampling == TJSAMP_422 || subsampling == TJSAMP_444 || subsampling == TJSAMP_GRAY)) return -1;
+bool mc_planes_geometry_of(int width, int height, int subsampling, const struct mc_geometry *g, struct mc_planes_geometry *planes) {
+    if (!(subsampling == TJSAMP_420 || subsampling == TJSAMP_422 || subsampling == TJSAMP_444 || subsampling == TJSAMP_GRAY)) return false;
     int gray = subsampling == TJSAMP_GRAY;
     planes->count = gray ? 1 : 3;
     planes->out_subsampling = gray ? TJSAMP_GRAY : TJSAMP_420;
@@ -290,12 +291,12 @@ int mc_plane_length_matches_turbojpeg(int length) {
     return 1;
 }
 
-size_t mc_jpeg_planes_memory(const struct mc_jpeg_header *header, int subsampling, int fit, int size, int only_if_bigger) {
+size_t mc_jpeg_planes_memory(const struct mc_jpeg_header *header, int subsampling, enum mirror_codecs_fit fit, int size, bool only_if_bigger) {
     int scaled_width, scaled_height;
     mc_jpeg_scaled_size(header->width, header->height, fit, size, &scaled_width, &scaled_height);
     struct mc_geometry g = mc_geometry_of(scaled_width, scaled_height, fit, size, only_if_bigger);
     struct mc_planes_geometry planes;
-    if (mc_planes_geometry_of(scaled_width, scaled_height, subsampling, &g, &planes) != 0) return 0;
+    if (!mc_planes_geometry_of(scaled_width, scaled_height, subsampling, &g, &planes)) return 0;
     size_t bytes = 0;
     for (int index = 0; index < planes.count; index++) {
         const struct mc_plane_resample *plane = &planes.plane[index];
@@ -321,30 +322,30 @@ static void mc_fill_padding(unsigned char *plane, int width, int height, int pla
 /// two colour conversions and half the resampling of the RGB path (measured: 4.7 → 3.3 ms a photo). Each plane's crop
 /// is whole samples of it and its resample a plain one from one size to another, the kind the sweep test runs for every
 /// size (a fractional region once made stb_image_resize assert when enlarging). An image with an EXIF orientation, a
-/// pad, or an unusual subsampling takes the RGB path (-1 here).
+/// pad, or an unusual subsampling takes the RGB path (MC_DECLINED here).
 int mc_jpeg_planes(const unsigned char *input, size_t length, const struct mc_jpeg_header *header,
                    const struct mirror_codecs_request *request, struct mirror_codecs_output *output, struct mc_error *error) {
-    if (header->orientation != 1) return -1;
+    if (header->orientation != 1) return MC_DECLINED;
     tjhandle handle = tjInitDecompress();
     if (!handle) return mc_fail(error, MIRROR_CODECS_FAILED, "TurboJPEG did not start");
     int width, height, subsampling, colorspace;
     if (tjDecompressHeader3(handle, input, (unsigned long)length, &width, &height, &subsampling, &colorspace) != 0) {
-        int status = tjGetErrorCode(handle) == TJERR_WARNING ? mc_jpeg_header_outcome(handle, error) : -1;
+        int status = tjGetErrorCode(handle) == TJERR_WARNING ? mc_jpeg_header_outcome(handle, error) : MC_DECLINED;
         tjDestroy(handle);
         return status;
     }
     if (!(colorspace == TJCS_YCbCr || colorspace == TJCS_GRAY)) {
         tjDestroy(handle);
-        return -1;
+        return MC_DECLINED;
     }
     int scaled_width, scaled_height;
     mc_jpeg_scaled_size(width, height, request->fit, request->size, &scaled_width, &scaled_height);
     struct mc_geometry g = mc_geometry_of(scaled_width, scaled_height, request->fit, request->size, request->only_if_bigger);
     struct mc_planes_geometry planes;
     if ((request->fit != MIRROR_CODECS_KEEP_RATIO && request->fit != MIRROR_CODECS_CENTER_CROP)
-        || mc_planes_geometry_of(scaled_width, scaled_height, subsampling, &g, &planes) != 0) {
+        || !mc_planes_geometry_of(scaled_width, scaled_height, subsampling, &g, &planes)) {
         tjDestroy(handle);
-        return -1;
+        return MC_DECLINED;
     }
     unsigned char *decoded[3] = {NULL, NULL, NULL}, *resized[3] = {NULL, NULL, NULL};
     int strides[3] = {0, 0, 0}, out_strides[3] = {0, 0, 0};

@@ -208,7 +208,7 @@ static int mc_pdq_of_pixels(const struct mc_pixels *pixels, int factor, size_t u
 }
 
 /// Decodes through libvips, shrunk to PDQ_VIPS_SIDE on the longer side and written as PNG, then read back.
-static int mc_pdq_decode_vips(const unsigned char *input, size_t length, int input_format, size_t memory_limit, struct mc_pixels *pixels,
+static int mc_pdq_decode_vips(const unsigned char *input, size_t length, enum mirror_codecs_format input_format, size_t memory_limit, struct mc_pixels *pixels,
                               size_t *used, struct mc_error *error) {
     struct mirror_codecs_request request = {input_format, MIRROR_CODECS_KEEP_RATIO, PDQ_VIPS_SIDE, 1, MIRROR_CODECS_PNG, 90, memory_limit};
     struct mc_plan plan;
@@ -224,7 +224,7 @@ static int mc_pdq_decode_vips(const unsigned char *input, size_t length, int inp
     return status;
 }
 
-int mirror_codecs_pdq_estimate(const unsigned char *input, size_t length, int input_format, size_t *bytes, char *message, size_t capacity) {
+enum mirror_codecs_status mirror_codecs_pdq_estimate(const unsigned char *input, size_t length, enum mirror_codecs_format input_format, size_t *bytes, char *message, size_t capacity) {
     struct mc_error error = {message, capacity};
     message[0] = 0;
     *bytes = 0;
@@ -247,7 +247,7 @@ int mirror_codecs_pdq_estimate(const unsigned char *input, size_t length, int in
     return 0;
 }
 
-int mirror_codecs_pdq_hash(const unsigned char *input, size_t length, int input_format, size_t memory_limit,
+enum mirror_codecs_status mirror_codecs_pdq_hash(const unsigned char *input, size_t length, enum mirror_codecs_format input_format, size_t memory_limit,
                            struct mirror_codecs_pdq *output) {
     memset(output, 0, sizeof *output);
     struct mc_error error = {output->message, sizeof output->message};
@@ -259,8 +259,8 @@ int mirror_codecs_pdq_hash(const unsigned char *input, size_t length, int input_
     if (status != 0) return status;
     struct mc_pixels pixels = {NULL, 0, 0, 0};
     size_t used = plan.bytes;
-    status = plan.through_vips ? -1 : mc_decode_planned(input, length, &plan, &request, &pixels, &error);
-    if (status == -1) {
+    status = plan.through_vips ? MC_DECLINED : mc_decode_planned(input, length, &plan, &request, &pixels, &error);
+    if (status == MC_DECLINED) {
         error.text[0] = 0;
         status = mc_pdq_decode_vips(input, length, input_format, memory_limit, &pixels, &used, &error);
     }
@@ -270,12 +270,4 @@ int mirror_codecs_pdq_hash(const unsigned char *input, size_t length, int input_
     status = mc_pdq_of_pixels(&pixels, factor > 1 ? factor : 1, used, memory_limit, output, &error);
     mc_pixels_free(&pixels);
     return status;
-}
-
-int mirror_codecs_pdq_of_rgb(const unsigned char *rgb, int width, int height, struct mirror_codecs_pdq *output) {
-    memset(output, 0, sizeof *output);
-    struct mc_error error = {output->message, sizeof output->message};
-    if (width < 1 || height < 1) return mc_fail(&error, MIRROR_CODECS_FAILED, "no pixels to hash");
-    struct mc_pixels pixels = {(unsigned char *)rgb, width, height, 3};
-    return mc_pdq_of_pixels(&pixels, 1, 0, 0, output, &error);
 }

@@ -26,7 +26,7 @@ int mc_png_read_header(const unsigned char *data, size_t length, struct mc_png_h
     return 0;
 }
 
-int mc_png_decode(const unsigned char *input, size_t length, int keep_alpha, struct mc_pixels *pixels, struct mc_error *error) {
+int mc_png_decode(const unsigned char *input, size_t length, bool keep_alpha, struct mc_pixels *pixels, struct mc_error *error) {
     png_image image;
     memset(&image, 0, sizeof image);
     image.version = PNG_IMAGE_VERSION;

@@ -39,7 +39,7 @@ static void mc_stbir_free(void *memory) {
 
 // MARK: Geometry
 
-double mc_needed_scale(int width, int height, int fit, int size) {
+double mc_needed_scale(int width, int height, enum mirror_codecs_fit fit, int size) {
     double shorter = width < height ? width : height, longer = width < height ? height : width;
     double scale = 1;
     if (fit == MIRROR_CODECS_CENTER_CROP) scale = size / shorter;
@@ -47,7 +47,7 @@ double mc_needed_scale(int width, int height, int fit, int size) {
     return scale < 1 ? scale : 1;
 }
 
-struct mc_geometry mc_geometry_of(int w, int h, int fit, int size, int only_if_bigger) {
+struct mc_geometry mc_geometry_of(int w, int h, enum mirror_codecs_fit fit, int size, bool only_if_bigger) {
     double shorter = w < h ? w : h, longer = w < h ? h : w;
     double scale = 1;
     if (fit == MIRROR_CODECS_CENTER_CROP) scale = size / shorter;
@@ -126,7 +126,7 @@ int mc_resample(const unsigned char *in, int in_width, int in_height, size_t in_
     return 0;
 }
 
-int mc_fit(struct mc_pixels *pixels, int fit, int size, int only_if_bigger, struct mc_error *error) {
+int mc_fit(struct mc_pixels *pixels, enum mirror_codecs_fit fit, int size, bool only_if_bigger, struct mc_error *error) {
     int w = pixels->width, h = pixels->height, c = pixels->channels;
     struct mc_geometry g = mc_geometry_of(w, h, fit, size, only_if_bigger);
     if (g.crop_width == w && g.crop_height == h && g.out_width == w && g.out_height == h && g.final_width == w && g.final_height == h) return 0;

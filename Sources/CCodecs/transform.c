@@ -34,7 +34,7 @@ void mc_pixels_free(struct mc_pixels *pixels) {
 
 void mirror_codecs_free(void *data) { free(data); }
 
-static int mc_codecs_write(int format) { return format == MIRROR_CODECS_JPEG || format == MIRROR_CODECS_PNG || format == MIRROR_CODECS_WEBP; }
+static int mc_codecs_write(enum mirror_codecs_format format) { return format == MIRROR_CODECS_JPEG || format == MIRROR_CODECS_PNG || format == MIRROR_CODECS_WEBP; }
 
 /// What mirror's side of a decode takes: the decoded pixels (`copies` of them: 2 while a JPEG's are turned upright),
 /// the fitted ones beside them, the resampler's working memory and the encoder's.
@@ -149,7 +149,7 @@ int mc_decode_planned(const unsigned char *input, size_t length, const struct mc
     }
 }
 
-int mirror_codecs_estimate(const unsigned char *input, size_t length, const struct mirror_codecs_request *request,
+enum mirror_codecs_status mirror_codecs_estimate(const unsigned char *input, size_t length, const struct mirror_codecs_request *request,
                            size_t *bytes, char *message, size_t capacity) {
     struct mc_error error = {message, capacity};
     message[0] = 0;
@@ -159,7 +159,7 @@ int mirror_codecs_estimate(const unsigned char *input, size_t length, const stru
     return status;
 }
 
-int mirror_codecs_transform(const unsigned char *input, size_t length, const struct mirror_codecs_request *request,
+enum mirror_codecs_status mirror_codecs_transform(const unsigned char *input, size_t length, const struct mirror_codecs_request *request,
                             struct mirror_codecs_output *output) {
     memset(output, 0, sizeof *output);
     struct mc_error error = {output->message, sizeof output->message};
@@ -169,12 +169,12 @@ int mirror_codecs_transform(const unsigned char *input, size_t length, const str
     if (plan.through_vips) return mc_vips_transform(input, length, request, output, &error);
     if (request->input_format == MIRROR_CODECS_JPEG && request->output_format == MIRROR_CODECS_JPEG) {
         status = mc_jpeg_planes(input, length, &plan.jpeg, request, output, &error);
-        if (status != -1) return status;
+        if (status != MC_DECLINED) return status;
         error.text[0] = 0;
     }
     struct mc_pixels pixels = {NULL, 0, 0, 0};
     status = mc_decode_planned(input, length, &plan, request, &pixels, &error);
-    if (status == -1) {  // a JPEG TurboJPEG leaves to libvips
+    if (status == MC_DECLINED) {  // a JPEG TurboJPEG leaves to libvips
         error.text[0] = 0;
         return mc_vips_transform(input, length, request, output, &error);
     }

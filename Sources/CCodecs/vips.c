@@ -128,7 +128,7 @@ int mc_vips_read_header(const unsigned char *input, size_t length, struct mc_vip
 }
 
 /// The libvips saver, with its options, for an output format (JPEG flattens alpha onto white).
-static void mc_vips_saver(int format, int quality, char *saver, size_t capacity) {
+static void mc_vips_saver(enum mirror_codecs_format format, int quality, char *saver, size_t capacity) {
     switch (format) {
     case MIRROR_CODECS_JPEG: snprintf(saver, capacity, ".jpg[Q=%d,strip,background=255]", quality); break;
     case MIRROR_CODECS_WEBP: snprintf(saver, capacity, ".webp[Q=%d,strip]", quality); break;

@@ -30,7 +30,7 @@ size_t mc_webp_decoder_memory(const struct mc_webp_header *header) {
     return rows;
 }
 
-void mc_webp_scaled_size(const struct mc_webp_header *header, int fit, int size, int *scaled_width, int *scaled_height) {
+void mc_webp_scaled_size(const struct mc_webp_header *header, enum mirror_codecs_fit fit, int size, int *scaled_width, int *scaled_height) {
     double needed = mc_needed_scale(header->width, header->height, fit, size);
     *scaled_width = header->width;
     *scaled_height = header->height;
@@ -42,8 +42,8 @@ void mc_webp_scaled_size(const struct mc_webp_header *header, int fit, int size,
     }
 }
 
-int mc_webp_decode(const unsigned char *input, size_t length, const struct mc_webp_header *header, int fit, int size,
-                   int keep_alpha, struct mc_pixels *pixels, struct mc_error *error) {
+int mc_webp_decode(const unsigned char *input, size_t length, const struct mc_webp_header *header, enum mirror_codecs_fit fit, int size,
+                   bool keep_alpha, struct mc_pixels *pixels, struct mc_error *error) {
     WebPDecoderConfig config;
     if (!WebPInitDecoderConfig(&config) || WebPGetFeatures(input, length, &config.input) != VP8_STATUS_OK)
         return mc_fail(error, MIRROR_CODECS_MALFORMED, "the WebP header does not read");

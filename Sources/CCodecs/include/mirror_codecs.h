@@ -7,6 +7,7 @@
 // resampler of Debian's libstb-dev, compiled into this target with its assertions turned into errors; everything else
 // (TIFF, HEIF, AVIF, BMP, CMYK JPEGs, animated WebP) through libvips, loaded with dlopen on first use. Every function
 // here may be called from any thread at once; none keeps state between calls (but libvips' start, once).
+#include <stdbool.h>
 #include <stddef.h>
 
 /// A format as `MirrorImages` sniffs it (its order is `ImageFormat`'s, which Swift maps explicitly).
@@ -42,13 +43,13 @@ enum mirror_codecs_status {
 
 /// What to do with one image.
 struct mirror_codecs_request {
-    int input_format;      // enum mirror_codecs_format, as served
-    int fit;               // enum mirror_codecs_fit
-    int size;              // the box's side, in pixels (1 or more)
-    int only_if_bigger;    // a smaller image is kept at its size (and only padded)
-    int output_format;     // JPEG, PNG or WebP through the codecs; TIFF, HEIF or AVIF through libvips
-    int quality;           // JPEG, WebP, HEIF and AVIF quality, 1-100
-    size_t memory_limit;   // bytes the transform may take at most (0: no limit)
+    enum mirror_codecs_format input_format;   // as served
+    enum mirror_codecs_fit fit;
+    int size;                                 // the box's side, in pixels (1 or more)
+    bool only_if_bigger;                      // a smaller image is kept at its size (and only padded)
+    enum mirror_codecs_format output_format;  // JPEG, PNG or WebP through the codecs; TIFF, HEIF or AVIF through libvips
+    int quality;                              // JPEG, WebP, HEIF and AVIF quality, 1-100
+    size_t memory_limit;                      // bytes the transform may take at most (0: no limit)
 };
 
 /// What a transform made, or why it made nothing.
@@ -62,13 +63,15 @@ struct mirror_codecs_output {
 /// The most memory, in bytes, that `mirror_codecs_transform` will take for `input` (the decoders' own buffers and
 /// mirror's), read from its headers without decoding. Returns OK with `*bytes`, or MALFORMED, TOO_LARGE (when
 /// `memory_limit` is set and exceeded) or FAILED with the reason in `message`.
-int mirror_codecs_estimate(const unsigned char *input, size_t length, const struct mirror_codecs_request *request,
-                           size_t *bytes, char *message, size_t capacity);
+enum mirror_codecs_status mirror_codecs_estimate(const unsigned char *input, size_t length,
+                                                 const struct mirror_codecs_request *request, size_t *bytes, char *message,
+                                                 size_t capacity);
 
 /// Decodes `input`, fits it as `request` asks and encodes it. The estimate is made again first and checked against
 /// `memory_limit`, so no decoder allocates past it.
-int mirror_codecs_transform(const unsigned char *input, size_t length, const struct mirror_codecs_request *request,
-                            struct mirror_codecs_output *output);
+enum mirror_codecs_status mirror_codecs_transform(const unsigned char *input, size_t length,
+                                                  const struct mirror_codecs_request *request,
+                                                  struct mirror_codecs_output *output);
 
 void mirror_codecs_free(void *data);
 
@@ -100,16 +103,15 @@ struct mirror_codecs_pdq {
 /// Decodes `input` (a JPEG at ⅛ scale or so; PNG and GIF whole; the rare formats through libvips at 512 px), turned
 /// upright as EXIF says, alpha onto white, and computes its PDQ hash. The memory the decode takes is estimated from the
 /// headers and checked against `memory_limit` first, as for a transform. Returns OK, MALFORMED, TOO_LARGE or FAILED.
-int mirror_codecs_pdq_hash(const unsigned char *input, size_t length, int input_format, size_t memory_limit,
-                           struct mirror_codecs_pdq *output);
+enum mirror_codecs_status mirror_codecs_pdq_hash(const unsigned char *input, size_t length,
+                                                 enum mirror_codecs_format input_format, size_t memory_limit,
+                                                 struct mirror_codecs_pdq *output);
 
 /// The most memory, in bytes, `mirror_codecs_pdq_hash` will take for `input`, read from its headers (as
 /// `mirror_codecs_estimate`). Returns OK, MALFORMED or FAILED.
-int mirror_codecs_pdq_estimate(const unsigned char *input, size_t length, int input_format, size_t *bytes, char *message, size_t capacity);
-
-/// PDQ of `width` × `height` RGB pixels (rows packed), as the reference computes it from a whole image: for tests
-/// against the reference's own outputs. Returns OK, or FAILED when out of memory.
-int mirror_codecs_pdq_of_rgb(const unsigned char *rgb, int width, int height, struct mirror_codecs_pdq *output);
+enum mirror_codecs_status mirror_codecs_pdq_estimate(const unsigned char *input, size_t length,
+                                                     enum mirror_codecs_format input_format, size_t *bytes, char *message,
+                                                     size_t capacity);
 
 // MARK: Crash attribution
 
@@ -123,22 +125,5 @@ void mirror_codecs_disarm_crash_mark(void);
 /// Faults (SIGSEGV) on the calling thread, as a decoder reading past its buffer would: the hook behind
 /// MIRROR_TEST_CRASH_DECODING, for the test that kills mirror inside a decode.
 void mirror_codecs_crash_for_tests(void);
-
-// MARK: For tests
-
-/// The EXIF orientation (1-8) of a JPEG, from its APP1 segment; 1 when it has none or it cannot be read.
-int mirror_codecs_jpeg_orientation(const unsigned char *data, size_t length);
-
-/// Runs the resampler on every one-dimensional resample from `first_in`-`last_in` to 1-`max_out` pixels, across a row
-/// and down a column. Returns how many it refused (the first in `message`).
-long mirror_codecs_sweep_resampler(int first_in, int last_in, int max_out, char *message, size_t capacity);
-
-/// Computes the transform's geometry for every source of `first_width`-`last_width` × 1-`max_height` pixels, every
-/// fit, every size from 1 to `max_size`, with and without only-if-bigger: as packed pixels (the RGB path) and as the
-/// JPEG planes of every subsampling decoded at that size (every size, not only those a DCT scale gives). Counts the geometries that crop
-/// outside their image or plane, miss the box, or ask the resampler for anything outside 1-`max_in` to 1-`max_out`
-/// pixels (`geometries` says how many were computed). Returns the failures (the first in `message`).
-long mirror_codecs_sweep_geometry(int first_width, int last_width, int max_height, int max_size, int max_in, int max_out,
-                                  long *geometries, char *message, size_t capacity);
 
 #endif

@@ -1,4 +1,5 @@
 import CCodecs
+import CCodecsTesting
 import CImageLibraries
 import Foundation
 import MirrorCore

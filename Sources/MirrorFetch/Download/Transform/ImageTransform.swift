@@ -251,7 +251,7 @@ public struct ImageTransform: Sendable, Hashable {
         let status = input.withUnsafeBytes { buffer in
             mirror_codecs_estimate(buffer.bindMemory(to: UInt8.self).baseAddress, buffer.count, &request, &bytes, &message, message.count)
         }
-        if status != Int32(MIRROR_CODECS_OK.rawValue) { throw Self.failure(status, message) }
+        if status != MIRROR_CODECS_OK { throw Self.failure(status, message) }
         return bytes
     }
 
@@ -263,7 +263,7 @@ public struct ImageTransform: Sendable, Hashable {
         let status = input.withUnsafeBytes { buffer in
             mirror_codecs_transform(buffer.bindMemory(to: UInt8.self).baseAddress, buffer.count, &request, &output)
         }
-        guard status == Int32(MIRROR_CODECS_OK.rawValue), let bytes = output.data else {
+        guard status == MIRROR_CODECS_OK, let bytes = output.data else {
             throw Self.failure(status, withUnsafeBytes(of: output.message) { Array($0.bindMemory(to: CChar.self)) })
         }
         return Data(bytesNoCopy: bytes, count: output.length, deallocator: .custom { pointer, _ in mirror_codecs_free(pointer) })
@@ -271,24 +271,24 @@ public struct ImageTransform: Sendable, Hashable {
 
     private func request(for format: ImageFormat) -> mirror_codecs_request {
         mirror_codecs_request(
-            input_format: Self.code(format), fit: fitCode, size: Int32(size), only_if_bigger: onlyIfBigger ? 1 : 0,
+            input_format: Self.code(format), fit: fitCode, size: Int32(size), only_if_bigger: onlyIfBigger,
             output_format: Self.code(outputFormat(for: format)), quality: Int32(quality), memory_limit: max(0, memoryLimit)
         )
     }
 
-    package static func failure(_ status: Int32, _ message: [CChar]) -> Failure {
+    package static func failure(_ status: mirror_codecs_status, _ message: [CChar]) -> Failure {
         let text = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         let kind: Failure.Kind = switch status {
-        case Int32(MIRROR_CODECS_MALFORMED.rawValue): .malformed
-        case Int32(MIRROR_CODECS_TOO_LARGE.rawValue): .tooLarge
+        case MIRROR_CODECS_MALFORMED: .malformed
+        case MIRROR_CODECS_TOO_LARGE: .tooLarge
         default: .failed
         }
-        return Failure(kind: kind, message: text.isEmpty ? "the codecs failed (status \(status))" : text)
+        return Failure(kind: kind, message: text.isEmpty ? "the codecs failed (status \(status.rawValue))" : text)
     }
 
     /// CCodecs' code of a format.
-    package static func code(_ format: ImageFormat) -> Int32 {
-        let code: mirror_codecs_format = switch format {
+    package static func code(_ format: ImageFormat) -> mirror_codecs_format {
+        switch format {
         case .jpeg: MIRROR_CODECS_JPEG
         case .png: MIRROR_CODECS_PNG
         case .webp: MIRROR_CODECS_WEBP
@@ -298,16 +298,14 @@ public struct ImageTransform: Sendable, Hashable {
         case .heif: MIRROR_CODECS_HEIF
         case .avif: MIRROR_CODECS_AVIF
         }
-        return Int32(code.rawValue)
     }
 
-    private var fitCode: Int32 {
-        let code: mirror_codecs_fit = switch fit {
+    private var fitCode: mirror_codecs_fit {
+        switch fit {
         case .no: MIRROR_CODECS_NONE
         case .keepRatio: MIRROR_CODECS_KEEP_RATIO
         case .centerCrop: MIRROR_CODECS_CENTER_CROP
         case .pad: MIRROR_CODECS_PAD
         }
-        return Int32(code.rawValue)
     }
 }

@@ -61,7 +61,7 @@ package struct PerceptualHasher: Sendable {
         let status = input.withUnsafeBytes { buffer in
             mirror_codecs_pdq_hash(buffer.bindMemory(to: UInt8.self).baseAddress, buffer.count, ImageTransform.code(format), max(0, memoryLimit), &output)
         }
-        guard status == Int32(MIRROR_CODECS_OK.rawValue) else {
+        guard status == MIRROR_CODECS_OK else {
             throw ImageTransform.failure(status, withUnsafeBytes(of: output.message) { Array($0.bindMemory(to: CChar.self)) })
         }
         let trimmed = withUnsafeBytes(of: output.trimmed) { bytes in
@@ -77,16 +77,8 @@ package struct PerceptualHasher: Sendable {
         let status = input.withUnsafeBytes { buffer in
             mirror_codecs_pdq_estimate(buffer.bindMemory(to: UInt8.self).baseAddress, buffer.count, ImageTransform.code(format), &bytes, &message, message.count)
         }
-        if status != Int32(MIRROR_CODECS_OK.rawValue) { throw ImageTransform.failure(status, message) }
+        if status != MIRROR_CODECS_OK { throw ImageTransform.failure(status, message) }
         return bytes
-    }
-
-    /// PDQ of packed RGB pixels at full size, as the reference computes it (for tests against its outputs).
-    package static func hash(rgb: [UInt8], width: Int, height: Int) -> PerceptualHash? {
-        guard width > 0, height > 0, rgb.count == width * height * 3 else { return nil }
-        var output = mirror_codecs_pdq()
-        let status = rgb.withUnsafeBufferPointer { mirror_codecs_pdq_of_rgb($0.baseAddress, Int32(width), Int32(height), &output) }
-        return status == Int32(MIRROR_CODECS_OK.rawValue) ? hash(of: output) : nil
     }
 
     private static func hash(of output: mirror_codecs_pdq) -> PerceptualHash {
