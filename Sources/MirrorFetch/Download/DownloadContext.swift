@@ -22,17 +22,13 @@ struct DownloadContext: Sendable {
     let readBack = BufferPool(size: Self.readBackLimit)
     /// The largest body read back; larger ones are validated from a mapping.
     static let readBackLimit = 4 * 1024 * 1024
-    /// The manager's observer, called synchronously on whichever thread the event happens; nil for none.
-    let observer: (@Sendable (DownloadEvent) -> Void)?
+    /// The manager's `onRetry`, called synchronously where a retry is decided; nil for none.
+    let onRetry: (@Sendable (DownloadRetry) -> Void)?
     /// The manager's clock.
     let sleeper: Sleeper
     /// Whether requests to a host are spaced (`--host-rate`): an attempt whose slot fetched its host's site files then
     /// gives the slot back and queues again behind the rate.
     let hasHostRate: Bool
-
-    func emit(_ event: @autoclosure () -> DownloadEvent) {
-        observer?(event())
-    }
 
     /// A verified copy from the disk cache, placed as a temporary file in the destination folder.
     /// (`siteSetAside`: the site's reservations the run set aside, for its record.)

@@ -63,10 +63,10 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
             }
         case let .statusUnacceptable(status): "http-\(status)"
         case let .rejected(rejection): rejection.reasonKey
-        case .filtered: RowStatus.filtered.rawValue
+        case .filtered: RowOutcome.Status.filtered.rawValue
         case .filesystem: "filesystem"
-        case .optedOut: RowStatus.optedOut.rawValue
-        case .disallowed: RowStatus.disallowed.rawValue
+        case .optedOut: RowOutcome.Status.optedOut.rawValue
+        case .disallowed: RowOutcome.Status.disallowed.rawValue
         case let .transformFailed(failure): failure.reasonKey
         case .cancelled: "cancelled"
         }

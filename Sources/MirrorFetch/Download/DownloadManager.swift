@@ -129,10 +129,10 @@ public final class DownloadManager: Sendable {
 
     /// Builds a manager; it makes its own ``CurlMultiDriver`` unless given a loader (which it then does not shut down).
     ///
-    /// - Parameter onEvent: Called with every ``DownloadEvent`` (queued, started, bytes, retrying, verified, failed),
-    ///   synchronously on the thread where it happens — the driver's among them, so it must return at once. A
-    ///   callback rather than a stream: a stream woke a consumer task for each of the five events of every image.
-    public init(configuration: Configuration = Configuration(), loader: (any HTTPLoading)? = nil, onEvent: (@Sendable (DownloadEvent) -> Void)? = nil) {
+    /// - Parameter onRetry: Called when an attempt failed and another follows, synchronously on the thread where that
+    ///   was decided, so it must return at once (a callback rather than a stream, which would wake a task for each).
+    ///   How each download ends is its completion's to say.
+    public init(configuration: Configuration = Configuration(), loader: (any HTTPLoading)? = nil, onRetry: (@Sendable (DownloadRetry) -> Void)? = nil) {
         self.configuration = configuration
         let ownedDriver = loader == nil ? CurlMultiDriver(threads: CurlMultiDriver.threadCount(forConcurrency: configuration.concurrency)) : nil
         self.ownedDriver = ownedDriver
@@ -164,7 +164,7 @@ public final class DownloadManager: Sendable {
             cache: configuration.cache,
             threads: threads,
             buffers: BufferPool(size: HashingFileSink.memoryLimit(concurrency: configuration.concurrency)),
-            observer: onEvent,
+            onRetry: onRetry,
             sleeper: configuration.sleeper,
             hasHostRate: configuration.hostRate != nil
         )
@@ -186,7 +186,6 @@ public final class DownloadManager: Sendable {
             state.tickets[id] = Ticket(request: request, completion: completion)
             return (id, carryOut(state.slots.submit(id, host: request.url.host ?? "", now: now), in: &state))
         }
-        context.emit(.queued(request.url))
         run(work)
         return DownloadTicket(id: id, manager: self)
     }
@@ -383,12 +382,9 @@ public final class DownloadManager: Sendable {
         case nil:
             break
         case let .end(result):
-            if case let .success(image) = result {
-                context.emit(.verified(image.url, image.info, bytes: image.bytes, source: image.source))
-            }
             end(id, result)
         case let .retry(url, attempt, delay, reason):
-            context.emit(.retrying(url, attempt: attempt, delay: delay, reason: reason))
+            context.onRetry?(DownloadRetry(url: url, attempt: attempt, delay: delay, reason: reason))
         }
         run(work)
     }
@@ -431,9 +427,6 @@ public final class DownloadManager: Sendable {
             return (ticket, state.idleWaiters)
         }
         guard let ticket else { return }
-        if case let .failure(error) = result {
-            context.emit(.failed(ticket.request.url, error))
-        }
         ticket.completion(result)
         for waiter in waiters { waiter.resume() }
     }

@@ -110,7 +110,6 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
         transferRequest.url = request.url
         transferRequest.destination = .sink(sink)
         transferRequest.freshConnection = freshConnection
-        context.emit(.started(request.url, attempt: attempt))
         let task = context.loader.load(transferRequest) { [self] result in
             // Off the driver thread, onto the download threads, before anything touches the disk.
             context.threads.async {
@@ -174,7 +173,6 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
         case let .success(value):
             response = value
         }
-        context.emit(.bytes(request.url, response.bytesReceived))
         guard response.isSuccess else {
             let status = response.status
             let retryAfter = (status == 429 || status == 503) ? response.retryAfter() : nil

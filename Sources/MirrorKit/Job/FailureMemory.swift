@@ -16,7 +16,7 @@ struct FailureMemory: Sendable {
         var retried = Set<String>()
         for (url, reason, isTransient) in try store.failedURLs() {
             switch retry {
-            case .all? where reason != RowStatus.nearDuplicate.rawValue: retried.insert(url)  // a picture saved already stays saved
+            case .all? where reason != RowOutcome.Status.nearDuplicate.rawValue: retried.insert(url)  // a picture saved already stays saved
             case .transient? where isTransient: retried.insert(url)
             default: skipped.insert(url)
             }

@@ -91,20 +91,4 @@ extension MirrorJob {
             try container.encode(ignoredOptOuts.map(\.rawValue).sorted(), forKey: .ignoredOptOuts)
         }
     }
-
-    /// Progress of a run.
-    public enum Event: Sendable {
-        case saved(ManifestRecord, source: CacheType)
-        case failed(URL, DownloadError)
-        case duplicate(URL)
-        /// The same picture to the eye is saved already (`of` its file; their PDQ hashes `distance` bits apart).
-        case nearDuplicate(URL, of: String, distance: Int)
-        case filtered(URL, String)
-        /// Its owner reserved it against the run's purpose (`.optedOut`), or its host's robots.txt (`.disallowed`)
-        /// does not let mirror fetch it.
-        case refused(URL, reason: RowStatus, message: String)
-        case retrying(URL, attempt: Int, delay: Duration, reason: String)
-        /// Something worth a line in the log that changes nothing about the count (a failed download notification).
-        case notice(String)
-    }
 }

@@ -27,7 +27,7 @@ public struct MirrorJob: Sendable {
     /// Runs the job to the count, to exhaustion, or until the task is cancelled.
     ///
     /// - Throws: `FolderLock.Held`, `FileError`, `MirrorJob.Failure`.
-    public func run(onEvent: @escaping @Sendable (Event) -> Void = { _ in }) async throws -> Summary {
+    public func run(onEvent: @escaping @Sendable (Pipeline.Event) -> Void = { _ in }) async throws -> Summary {
         let started = ContinuousClock.now
         let providers = try makeProviders()
         let folder = try OutputFolder(directory: configuration.directory, nearDuplicates: configuration.deduplication.nearPolicy)
@@ -53,19 +53,7 @@ public struct MirrorJob: Sendable {
             nameTemplate: configuration.nameTemplate, label: configuration.label, uniqueAcrossLabels: configuration.uniqueAcrossLabels,
             deduplication: configuration.deduplication
         )
-        let report = await Pipeline(configuration: pipeline, loader: driver).run(from: SearchSource(feed: feed, query: configuration.query), into: sink) { event in
-            switch event {
-            case let .saved(record, _, source): onEvent(.saved(record, source: source))
-            case let .alreadySaved(candidate), let .duplicate(candidate, _): onEvent(.duplicate(candidate.url))
-            case let .nearDuplicate(candidate, existing, distance): onEvent(.nearDuplicate(candidate.url, of: existing, distance: distance))
-            case let .filtered(candidate, reason): onEvent(.filtered(candidate.url, reason))
-            case let .failed(candidate, error): onEvent(.failed(candidate.url, error))
-            case let .retrying(url, attempt, delay, reason): onEvent(.retrying(url, attempt: attempt, delay: delay, reason: reason))
-            case let .notice(line): onEvent(.notice(line))
-            case .invalid: break  // a search gives no bad rows
-            case let .refused(candidate, reason, message): onEvent(.refused(candidate.url, reason: reason, message: message))
-            }
-        }
+        let report = await Pipeline(configuration: pipeline, loader: driver).run(from: SearchSource(feed: feed, query: configuration.query), into: sink, onEvent: onEvent)
         // Keep the cache (images and pages, one folder) within its size limit, least recently used first.
         configuration.downloads.cache?.sweep()
 

@@ -35,9 +35,11 @@ extension URLListJob {
 
         public init() {}
 
-        /// The keys of `--json`, a contract: the tally's counts are named as they always were.
+        /// The keys of `--json`, a contract: the tally's counts are named as they always were, but for
+        /// `alreadySaved`, the rows the output already held, which until 0.40 was `skipped` alone (a word the tally
+        /// used for rows that failed for good earlier). `skipped` carries the same count until 1.0, then goes.
         enum CodingKeys: String, CodingKey {
-            case total, saved, skipped, duplicates, nearDuplicates, failed, failures, invalidRows, filtered, optedOut, disallowed, refusals
+            case total, saved, alreadySaved, skipped, duplicates, nearDuplicates, failed, failures, invalidRows, filtered, optedOut, disallowed, refusals
             case generated, purpose, ignoredOptOuts, bytes
             case cacheHits, seconds, hasTransientFailures, transientFailures, shards, shardsWritten, tableRows
             case shardsRewritten, missingTransient, missingPermanent
@@ -47,7 +49,8 @@ extension URLListJob {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encode(total, forKey: .total)
             try container.encode(tally.saved, forKey: .saved)
-            try container.encode(tally.alreadySaved, forKey: .skipped)
+            try container.encode(tally.alreadySaved, forKey: .alreadySaved)
+            try container.encode(tally.alreadySaved, forKey: .skipped)  // the old name, until 1.0
             try container.encode(tally.duplicates, forKey: .duplicates)
             try container.encode(tally.nearDuplicates, forKey: .nearDuplicates)
             try container.encode(tally.failed, forKey: .failed)
@@ -73,25 +76,6 @@ extension URLListJob {
             try container.encode(missingPermanent, forKey: .missingPermanent)
         }
     }
-
-    /// Progress of a run.
-    public enum Event: Sendable {
-        case saved(ManifestRecord, source: CacheType)
-        case skipped(URL)
-        case duplicate(URL, of: String)
-        /// The same picture to the eye is saved already (`of` its file; their PDQ hashes `distance` bits apart).
-        case nearDuplicate(URL, of: String, distance: Int)
-        case failed(URL, DownloadError)
-        case retrying(URL, attempt: Int, delay: Duration, reason: String)
-        /// A row that gave no URL: where it is (`row 14`) and why.
-        case invalid(place: String, reason: String)
-        /// Its owner reserved it against the run's purpose (`opted_out`), or its host's robots.txt (`disallowed`) does
-        /// not let mirror fetch it.
-        case refused(URL, reason: RowStatus, message: String)
-        /// A line for the log that changes nothing about the count (a site file that could not be read, a failed
-        /// resize).
-        case notice(String)
-    }
 }
 
 extension URLListJob.Summary {
@@ -99,7 +83,7 @@ extension URLListJob.Summary {
     init(tally: Pipeline.Tally) {
         self.init()
         self.tally = tally
-        total = tally.saved + tally.alreadySaved + tally.duplicates + tally.nearDuplicates + tally.failed + tally.filtered + tally.skipped
+        total = tally.saved + tally.alreadySaved + tally.duplicates + tally.nearDuplicates + tally.failed + tally.filtered + tally.failedEarlier
             + tally.optedOut + tally.disallowed
     }
 }

@@ -24,7 +24,7 @@ public struct URLListJob: Sendable {
     /// - Throws: `FolderLock.Held` if another run holds the folder, `FileError` if it cannot be used or
     ///   stops taking images (full, read-only), ``TableError`` if the table stops being readable: what was saved
     ///   until then stays saved.
-    public func run(_ table: TableSource, onEvent: @escaping @Sendable (Event) -> Void = { _ in }) async throws -> Summary {
+    public func run(_ table: TableSource, onEvent: @escaping @Sendable (Pipeline.Event) -> Void = { _ in }) async throws -> Summary {
         let started = ContinuousClock.now
         // Object storage is reached over a transport of its own, ended with the run.
         let storeLoader = configuration.objectStore.map { _ in CurlMultiDriver() }
@@ -66,20 +66,7 @@ public struct URLListJob: Sendable {
             ?? configuration.directory.appendingPathComponent(".mirror", isDirectory: true)
         pipeline.filter = configuration.filter
         pipeline.skip = failures?.skipped ?? []
-        let report = await Pipeline(configuration: pipeline).run(from: table, into: sink) { event in
-            switch event {
-            case let .saved(record, _, source): onEvent(.saved(record, source: source))
-            case let .alreadySaved(candidate): onEvent(.skipped(candidate.url))
-            case let .duplicate(candidate, existing): onEvent(.duplicate(candidate.url, of: existing ?? candidate.url.absoluteString))
-            case let .nearDuplicate(candidate, existing, distance): onEvent(.nearDuplicate(candidate.url, of: existing, distance: distance))
-            case let .failed(candidate, error): onEvent(.failed(candidate.url, error))
-            case let .retrying(url, attempt, delay, reason): onEvent(.retrying(url, attempt: attempt, delay: delay, reason: reason))
-            case let .invalid(row): onEvent(.invalid(place: row.place, reason: row.reason))
-            case let .refused(candidate, reason, message): onEvent(.refused(candidate.url, reason: reason, message: message))
-            case let .notice(line): onEvent(.notice(line))
-            case .filtered: break
-            }
-        }
+        let report = await Pipeline(configuration: pipeline).run(from: table, into: sink, onEvent: onEvent)
         // Keep the cache within its size limit (least recently used first); cheap when under it.
         configuration.downloads.cache?.sweep()
         let shardSink = sink as? ShardSink

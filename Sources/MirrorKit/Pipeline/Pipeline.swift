@@ -10,11 +10,12 @@ import MirrorTransport
 /// The one engine every job runs: candidates from a ``CandidateSource`` → admission → the download manager →
 /// verification → an ``ImageSink`` → progress events.
 ///
-/// - **Admission**, in one place: a candidate the sink already holds (a folder by normalised URL, shards by row) is
-///   reported as ``Event/alreadySaved(_:)``; one seen earlier in this run as ``Event/duplicate(_:of:)``, saved by now
-///   or not; one that failed for good on an earlier run (``Configuration/skip``) is passed over; one whose reported
-///   size or type the ``Configuration/filter`` refuses is ``Event/filtered(_:_:)`` before any download. Duplicates by
-///   content are the sink's to find (it knows what it holds).
+/// - **Admission**, in one place: a candidate the sink already holds (a folder by normalised URL, shards by row) ends
+///   ``RowOutcome/alreadySaved``; one seen earlier in this run ``RowOutcome/duplicate(of:)``, saved by now or not; one
+///   that failed for good on an earlier run (``Configuration/skip``) ``RowOutcome/failedEarlier``; one whose reported
+///   size or type the ``Configuration/filter`` refuses ``RowOutcome/filtered(_:)``, before any download. Duplicates by
+///   content are the sink's to find (it knows what it holds). Every row's end is counted in the ``Tally`` and sent as
+///   one ``Event/ended(_:_:)``.
 /// - **Exact count.** With a ``Configuration/target``, no more than the images still needed are in flight — plus,
 ///   once downloads of this run have been lost (failed, filtered, duplicate), one more for each loss, up to the
 ///   concurrency — so a clean run fetches exactly the difference and a lossy one replaces losses ahead of time;
@@ -67,28 +68,14 @@ public struct Pipeline: Sendable {
         }
     }
 
-    /// Progress of a run.
+    /// Progress of a run: the one event type from the pipeline, through the jobs, to whoever shows it.
     public enum Event: Sendable {
-        /// Published by the sink.
-        case saved(ManifestRecord, Candidate, source: CacheType)
-        /// The sink already holds the same picture to the eye (`of` its file; their PDQ hashes `distance` bits apart).
-        case nearDuplicate(Candidate, of: String, distance: Int)
-        /// The sink already held the candidate's URL.
-        case alreadySaved(Candidate)
-        /// The URL came up earlier in this run (`of` nil), or the sink already holds the same bytes (`of` its file).
-        case duplicate(Candidate, of: String?)
-        /// A valid image the filter turned away (or the source's report of it did, before any download).
-        case filtered(Candidate, String)
-        /// The source's row gives no URL; nothing was fetched.
-        case invalid(BadRow)
-        /// Its owner reserved it against the run's purpose (`opted_out`: a site file, a response header, the image's
-        /// marks), or its host's robots.txt (`disallowed`) does not let mirror fetch it.
-        case refused(Candidate, reason: RowStatus, message: String)
-        /// The download gave no image.
-        case failed(Candidate, DownloadError)
-        /// An attempt failed and another follows after `delay`.
-        case retrying(URL, attempt: Int, delay: Duration, reason: String)
-        /// A line for the log that changes nothing about the count.
+        /// A row ended: what the source gave (a candidate, or a table's row that gives no URL) and how it ended.
+        case ended(SourceItem, RowOutcome)
+        /// An attempt failed and another follows.
+        case retrying(DownloadRetry)
+        /// A line for the log that changes nothing about the count (a site file that could not be read, a failed save
+        /// notification).
         case notice(String)
     }
 
@@ -127,11 +114,7 @@ public struct Pipeline: Sendable {
 
     /// Runs the source dry (or to the target, or until the task is cancelled or the sink fails).
     public func run(from source: any CandidateSource, into sink: any ImageSink, onEvent: @escaping @Sendable (Event) -> Void = { _ in }) async -> Report {
-        let manager = DownloadManager(configuration: configuration.downloads, loader: loader) { event in
-            if case let .retrying(url, attempt, delay, reason) = event {
-                onEvent(.retrying(url, attempt: attempt, delay: delay, reason: reason))
-            }
-        }
+        let manager = DownloadManager(configuration: configuration.downloads, loader: loader) { onEvent(.retrying($0)) }
         let site = siteGate(
             loader: manager.loader, memoryIn: sink.stateDirectory, onFetch: { [manager] host in manager.noteRequest(host: host) },
             pace: { [manager] host in await manager.waitForHostRate(host: host) }
@@ -282,8 +265,7 @@ extension Pipeline {
 
         /// Counts and reports a row that gives no URL.
         func settle(_ row: BadRow) {
-            settle(url: nil, provenance: row.provenance, as: .invalid(row.reason))
-            onEvent(.invalid(row))
+            end(.badRow(row), url: nil, provenance: row.provenance, as: .invalid(row.reason))
         }
 
         /// Admission: whether `candidate` goes on to be downloaded; reports why not.
@@ -295,22 +277,19 @@ extension Pipeline {
             // went). URLs held before the run never join `seen`, so resuming a large table does not grow it.
             if sink.contains(normalizedURL: key, provenance: candidate.provenance),
                sink.containsTellsByRow || !mayRepeat || !seen.contains(key) {
-                tally.withLock { $0.alreadySaved += 1 }
-                onEvent(.alreadySaved(candidate))
+                end(candidate, as: .alreadySaved)
                 return false
             }
             if mayRepeat, !seen.insert(key) {
-                settle(candidate, as: .duplicate(of: nil))
-                onEvent(.duplicate(candidate, of: nil))
+                end(candidate, as: .duplicate(of: nil))
                 return false
             }
             if configuration.skip.contains(key) {
-                tally.withLock { $0.skipped += 1 }
+                end(candidate, as: .failedEarlier)
                 return false
             }
             if let reason = pipeline.earlyRejection(candidate) {
-                settle(candidate, as: .filtered(reason))
-                onEvent(.filtered(candidate, reason))
+                end(candidate, as: .filtered(reason))
                 return false
             }
             return true
@@ -355,8 +334,8 @@ extension Pipeline {
                 case let .settled(kept):
                     ended(kept: kept)
                 case let .publish(image):
-                    sink.publish(image, stem: candidate.stem, provenance: candidate.provenance) { [self] outcome in
-                        ended(kept: afterPublish(outcome, of: image, candidate: candidate))
+                    sink.publish(image, stem: candidate.stem, provenance: candidate.provenance) { [self] publication in
+                        ended(kept: afterPublish(publication, candidate: candidate))
                     }
                 }
             }
@@ -393,49 +372,45 @@ extension Pipeline {
             return request
         }
 
-        /// Counts and reports a download that gave no image; transforms one that did.
+        /// Counts and reports a download that gave no image; hands on one that did (transformed already, on the
+        /// download's slot: ``DownloadRequest/transform``).
         private func afterDownload(_ downloaded: DownloadResult, of candidate: Candidate) -> NextStep {
             switch downloaded {
             case .failure(.cancelled):
                 return .settled(kept: true)
             case let .failure(.optedOut(reservation)):
-                refuse(candidate, as: .optedOut(reservation))
+                end(candidate, as: .optedOut(reservation))
             case let .failure(.disallowed(reservation)):
-                refuse(candidate, as: .disallowed(reservation))
+                end(candidate, as: .disallowed(reservation))
             case let .failure(.filtered(reason)):
-                settle(candidate, as: .filtered(reason))
-                onEvent(.filtered(candidate, reason))
-            case let .failure(.transformFailed(error)):
-                settle(candidate, as: .failed(reason: error.reasonKey, message: error.description, isTransient: false))
-                onEvent(.notice("\(error.description): \(candidate.url.absoluteString)"))
+                end(candidate, as: .filtered(reason))
             case let .failure(error):
-                let outcome = SettledOutcome.failed(reason: error.reasonKey, message: error.description, isTransient: error.isTransient)
+                // A transform that failed is the row's failure like any other, shown with its URL.
+                let outcome = RowOutcome.failed(reason: error.reasonKey, message: error.description, isTransient: error.isTransient)
                 if case let .filesystem(fileError) = error, fileError.isFatal {
                     // The sink cannot take the image: no other image will fare better, so the run stops.
                     stop(fileError)
-                    tally.withLock { $0.count(outcome) }
+                    end(candidate, as: outcome, recording: false)
                 } else {
-                    settle(candidate, as: outcome)
+                    end(candidate, as: outcome)
                 }
-                onEvent(.failed(candidate, error))
             case let .success(image):
-                // Transformed already, on the download's slot (``DownloadRequest/transform``).
                 return .publish(image)
             }
             return .settled(kept: false)
         }
 
         /// Counts and reports what the sink made of an image; whether it was kept.
-        private func afterPublish(_ outcome: PublishOutcome, of image: VerifiedImage, candidate: Candidate) -> Bool {
-            switch outcome {
-            case let .saved(record):
-                tally.withLock {
-                    $0.saved += 1
-                    $0.bytes += record.bytes
-                    if image.source.isCached { $0.cacheHits += 1 }
-                    if image.declarations.isGenerated { $0.generated += 1 }
+        private func afterPublish(_ publication: Publication, candidate: Candidate) -> Bool {
+            switch publication {
+            case let .success(outcome):
+                // A saved image is recorded by the sink as it publishes it; a duplicate the sink found is settled like
+                // any row without an image.
+                guard case .saved = outcome else {
+                    end(candidate, as: outcome)
+                    return false
                 }
-                onEvent(.saved(record, candidate, source: image.source))
+                end(candidate, as: outcome, recording: false)
                 if let work = source.saveNotification(for: candidate) {
                     let onEvent = self.onEvent
                     let task = Task {
@@ -444,36 +419,25 @@ extension Pipeline {
                     notifications.withLock { $0.append(task) }
                 }
                 return true
-            case let .duplicate(existing):
-                settle(candidate, as: .duplicate(of: existing))
-                onEvent(.duplicate(candidate, of: existing))
-            case let .nearDuplicate(existing, distance):
-                settle(candidate, as: .nearDuplicate(of: existing, distance: distance))
-                onEvent(.nearDuplicate(candidate, of: existing, distance: distance))
-            case .notAdmitted:
+            case .failure(.notAdmitted):
                 return true
-            case let .failed(error):
+            case let .failure(.unwritable(error)):
                 stop(error)
-                tally.withLock { $0.count(.failed(reason: "filesystem", message: error.description, isTransient: true)) }
-                onEvent(.failed(candidate, .filesystem(error)))
+                end(candidate, as: .failed(reason: "filesystem", message: error.description, isTransient: true), recording: false)
+                return false
             }
-            return false
         }
 
-        /// Counts how a candidate or row ended without an image, and tells the sink.
-        private func settle(url: URL?, provenance: ImageProvenance, as outcome: SettledOutcome) {
+        /// Counts how a row ended, tells the sink (unless `recording` is false: the sink made the outcome, or cannot
+        /// be written), and reports it.
+        private func end(_ item: SourceItem, url: URL?, provenance: ImageProvenance, as outcome: RowOutcome, recording: Bool = true) {
             tally.withLock { $0.count(outcome) }
-            sink.settle(url: url, provenance: provenance, as: outcome)
+            if recording, outcome.status != nil { sink.settle(url: url, provenance: provenance, as: outcome) }
+            onEvent(.ended(item, outcome))
         }
 
-        private func settle(_ candidate: Candidate, as outcome: SettledOutcome) {
-            settle(url: candidate.url, provenance: candidate.provenance, as: outcome)
-        }
-
-        /// Counts and reports a candidate its host or its response refuses.
-        private func refuse(_ candidate: Candidate, as outcome: SettledOutcome) {
-            settle(candidate, as: outcome)
-            onEvent(.refused(candidate, reason: outcome.status, message: outcome.message ?? ""))
+        private func end(_ candidate: Candidate, as outcome: RowOutcome, recording: Bool = true) {
+            end(.candidate(candidate), url: candidate.url, provenance: candidate.provenance, as: outcome, recording: recording)
         }
 
         /// Ends the run when `error` means the sink can take no more images.

@@ -96,6 +96,8 @@ public struct ConsentEvidence: Sendable, Hashable, Codable {
         case dataMining(code: String)
         /// A C2PA/CAWG training-mining entry (`ai_training`, without its `c2pa.`/`cawg.` prefix) with its `use`.
         case trainingMining(entry: String, use: String)
+        /// Read back from a record, which keeps the signal, its value and where it was read, not the term.
+        case recorded
     }
 
     public init(signal: ConsentSignal, value: String, location: String, term: Term, policy: String? = nil) {

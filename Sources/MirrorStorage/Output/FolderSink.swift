@@ -70,7 +70,7 @@ public final class FolderSink: ImageSink {
         folder.contains(normalizedURL: normalizedURL, label: label?.name)
     }
 
-    public func publish(_ image: VerifiedImage, stem: String, provenance: ImageProvenance, completion: @escaping @Sendable (PublishOutcome) -> Void) {
+    public func publish(_ image: VerifiedImage, stem: String, provenance: ImageProvenance, completion: @escaping @Sendable (Publication) -> Void) {
         var name: (@Sendable (Int) -> String)?
         if let template = nameTemplate {
             name = { index in
@@ -89,7 +89,7 @@ public final class FolderSink: ImageSink {
             let key = CacheKey(url: image.url).normalizedURL
             if retried.contains(key) {
                 completion = { [completion] outcome in
-                    if case .saved = outcome { try? failures.forgetFailure(normalizedURL: key) }
+                    if case .success(.saved) = outcome { try? failures.forgetFailure(normalizedURL: key) }
                     completion(outcome)
                 }
             }
@@ -104,19 +104,16 @@ public final class FolderSink: ImageSink {
         ))
     }
 
-    public func settle(url: URL?, provenance: ImageProvenance, as outcome: SettledOutcome) {
+    public func settle(url: URL?, provenance: ImageProvenance, as outcome: RowOutcome) {
         guard let store = store ?? failures, let url else { return }
         let provider = provenance.provider
-        switch outcome {
-        case let .failed(reason, _, isTransient):
+        switch (outcome, outcome.status) {
+        case let (.failed(reason, _, isTransient), _):
             try? store.recordFailure(url: url, provider: provider, reason: reason, isTransient: isTransient)
-        case let .optedOut(reservation), let .disallowed(reservation):
-            // Kept as the reason (``RowStatus/recordedAsReasons``), with its evidence, so that a later run passes over it.
-            try? store.recordFailure(url: url, provider: provider, reason: outcome.status.rawValue, isTransient: false, refusal: reservation)
-        case .filtered, .nearDuplicate:
-            // Kept as the reason (``RowStatus/recordedAsReasons``), so that a later run passes over it too.
-            try? store.recordFailure(url: url, provider: provider, reason: outcome.status.rawValue, isTransient: false)
-        case .invalid, .duplicate:
+        case let (_, status?) where RowOutcome.Status.recordedAsReasons.contains(status):
+            // Kept as the reason, with a refusal's evidence, so that a later run passes over it too.
+            try? store.recordFailure(url: url, provider: provider, reason: status.rawValue, isTransient: false, refusal: outcome.reservation)
+        default:
             break
         }
     }

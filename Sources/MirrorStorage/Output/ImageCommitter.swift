@@ -17,7 +17,7 @@ import MirrorTransport
 /// adopted next run).
 public final class ImageCommitter: Sendable {
     /// How one image's publication ended.
-    public typealias Outcome = PublishOutcome
+    public typealias Outcome = Publication
 
     /// One image waiting to be published.
     public struct Item: Sendable {
@@ -171,7 +171,7 @@ public final class ImageCommitter: Sendable {
 
         for (index, item) in batch.enumerated() {
             if let syncError = item.syncError {
-                outcomes[index] = .failed(syncError)
+                outcomes[index] = .failure(.unwritable(syncError))
                 continue
             }
             let digest = item.image.sha256
@@ -179,17 +179,17 @@ public final class ImageCommitter: Sendable {
             let batchKey = uniqueAcrossLabels ? digest : (label ?? "") + "\u{0}" + digest
             if deduplication.refusesSameBytes,
                let existing = folder.file(withSHA256: digest, label: label, anyLabel: uniqueAcrossLabels) ?? batchDigests[batchKey] {
-                outcomes[index] = .duplicate(of: existing)
+                outcomes[index] = .success(.duplicate(of: existing))
                 continue
             }
             let looks = near?.comparableHashes(of: item.image)
             if let looks, let match = folder.file(lookingLike: looks, label: label, anyLabel: uniqueAcrossLabels)
                 ?? Self.closest(to: looks, in: batchLooks, label: label ?? "", anyLabel: uniqueAcrossLabels, within: near!.distance) {
-                outcomes[index] = .nearDuplicate(of: match.file, distance: match.distance)
+                outcomes[index] = .success(.nearDuplicate(of: match.file, distance: match.distance))
                 continue
             }
             if let limit = admissionLimit, admitted >= limit {
-                outcomes[index] = .notAdmitted
+                outcomes[index] = .failure(.notAdmitted)
                 continue
             }
             let name = freeName(for: item, index: folder.savedCount + accepted.count + 1, avoiding: batchNames)
@@ -233,20 +233,20 @@ public final class ImageCommitter: Sendable {
                 )
             }
             try folder.appendToManifest(records, lines: lines, sync: isSyncEnabled)
-            for entry in accepted { outcomes[entry.index] = .saved(entry.record) }
+            for entry in accepted { outcomes[entry.index] = .success(.saved(entry.record, source: batch[entry.index].image.source)) }
             state.withLock { $0.admitted = admitted }
         } catch {
             // Nothing of this batch reached the manifest (a failed append is truncated away): take back
             // the files it published, so that the folder still holds exactly what the manifest lists.
             // (A kill at this point instead leaves them to the journal, and the next run adopts them.)
             for name in published { unlink(directory + name) }
-            for entry in accepted { outcomes[entry.index] = .failed(error) }
+            for entry in accepted { outcomes[entry.index] = .failure(.unwritable(error)) }
         }
         for (index, outcome) in outcomes.enumerated() {
-            if case .saved = outcome { continue }
+            if case .success(.saved) = outcome { continue }
             AtomicFile.remove(batch[index].image.temporaryFile)
         }
-        return outcomes.map { $0 ?? .notAdmitted }
+        return outcomes.map { $0 ?? .failure(.notAdmitted) }
     }
 
     /// The image of this batch (accepted before) that looks most like one of `hashes`, within `distance`.

@@ -54,61 +54,16 @@ public struct ImageProvenance: Sendable, Hashable {
     }
 }
 
-/// How one image's publication ended.
-public enum PublishOutcome: Sendable, Equatable {
-    /// Published; the record is now in the sink's manifest.
-    case saved(ManifestRecord)
-    /// The same bytes are already saved, in this file.
-    case duplicate(of: String)
-    /// The same picture to the eye is already saved, in this file: their PDQ hashes `distance` bits apart.
-    case nearDuplicate(of: String, distance: Int)
-    /// Not admitted: the run already has all it asked for.
+/// How one image's publication ended: the row's outcome (``RowOutcome/saved(_:source:)``, a ``RowOutcome/duplicate(of:)``
+/// or a ``RowOutcome/nearDuplicate(of:distance:)``), or why the sink took nothing.
+public typealias Publication = Result<RowOutcome, PublishError>
+
+/// Why a sink took nothing of an image.
+public enum PublishError: Error, Sendable, Equatable {
+    /// Not admitted: the run already has all it asked for (the image is surplus, not lost).
     case notAdmitted
     /// The sink could not be written.
-    case failed(FileError)
-}
-
-/// How a candidate ended without a published image.
-public enum SettledOutcome: Sendable, Hashable {
-    /// The row gave no URL.
-    case invalid(String)
-    /// The download gave no image; `reason` is its key (`http-404`, …).
-    case failed(reason: String, message: String, isTransient: Bool)
-    /// A valid image that a filter turned away.
-    case filtered(String)
-    /// Its owner reserved it against the run's purpose (the reservation, with the signal and where it was read).
-    case optedOut(Reservation)
-    /// Its host's robots.txt disallows it (the reservation: the rule, or why the file could not be had).
-    case disallowed(Reservation)
-    /// The URL came up earlier in this run, or the same bytes are already saved (`of` names them).
-    case duplicate(of: String?)
-    /// The same picture to the eye is already saved (`of` names it; their PDQ hashes `distance` bits apart).
-    case nearDuplicate(of: String, distance: Int)
-
-    /// The status a record names it by.
-    public var status: RowStatus {
-        switch self {
-        case .invalid: .invalid
-        case .failed: .failed
-        case .filtered: .filtered
-        case .optedOut: .optedOut
-        case .disallowed: .disallowed
-        case .duplicate: .duplicate
-        case .nearDuplicate: .nearDuplicate
-        }
-    }
-
-    /// Why, in a few words, or `nil` for a duplicate.
-    public var message: String? {
-        switch self {
-        case let .invalid(reason): reason
-        case let .failed(_, message, _): message
-        case let .filtered(reason): reason
-        case let .optedOut(reservation), let .disallowed(reservation): reservation.message
-        case let .duplicate(existing): existing.map { "same image as \($0)" }
-        case let .nearDuplicate(existing, distance): "looks the same as \(existing) (PDQ distance \(distance))"
-        }
-    }
+    case unwritable(FileError)
 }
 
 /// Where verified images end up: a folder (`FolderSink`), or WebDataset shards on disk or in object storage (`ShardSink`).
@@ -133,11 +88,11 @@ public protocol ImageSink: Sendable {
     /// Publishes a verified image under a name made from `stem` (the temporary file is the sink's from now on:
     /// published or removed), and calls `completion` with how it ended, once, on any thread (a callback, so that the
     /// image goes on from the thread that verified it, with no task in between).
-    func publish(_ image: VerifiedImage, stem: String, provenance: ImageProvenance, completion: @escaping @Sendable (PublishOutcome) -> Void)
+    func publish(_ image: VerifiedImage, stem: String, provenance: ImageProvenance, completion: @escaping @Sendable (Publication) -> Void)
 
     /// Records, best effort, how the image at `url` ended without being published, so that a later run can skip it
     /// (the folder keeps failures) and so that sinks that account for every row (shards) can close them.
-    func settle(url: URL?, provenance: ImageProvenance, as outcome: SettledOutcome)
+    func settle(url: URL?, provenance: ImageProvenance, as outcome: RowOutcome)
 
     /// Images this run has published.
     var publishedCount: Int { get }
@@ -168,7 +123,7 @@ extension ImageSink {
     public var stateDirectory: URL? { nil }
 
     /// Publishes a verified image (see ``publish(_:stem:provenance:completion:)``) and returns how it ended.
-    public func publish(_ image: VerifiedImage, stem: String, provenance: ImageProvenance) async -> PublishOutcome {
+    public func publish(_ image: VerifiedImage, stem: String, provenance: ImageProvenance) async -> Publication {
         await withCheckedContinuation { continuation in
             publish(image, stem: stem, provenance: provenance) { continuation.resume(returning: $0) }
         }

@@ -17,4 +17,15 @@ public enum RetryFailed: String, Sendable, CaseIterable {
         case .all: tally.saved + tally.duplicates + tally.nearDuplicates < rows
         }
     }
+
+    /// Whether a run downloads again a row that ended in `outcome`: a failure that may pass (`transient`), or every row
+    /// without a sample but a duplicate (`all`).
+    package func retries(_ outcome: RowOutcome) -> Bool {
+        switch (self, outcome) {
+        case let (.transient, .failed(_, _, isTransient)): isTransient
+        case (.transient, _): false
+        case (.all, .saved), (.all, .alreadySaved), (.all, .duplicate), (.all, .nearDuplicate): false
+        case (.all, _): true
+        }
+    }
 }

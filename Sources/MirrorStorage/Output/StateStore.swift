@@ -23,6 +23,15 @@ public final class StateStore: Sendable {
         /// For a refusal, the signal that made it (`robots`, `content-signal`, …); `nil` otherwise, and for refusals
         /// recorded before signals were.
         public var signal: String?
+
+        /// How the row ended, as the database keeps it (a refusal by its signal).
+        public var outcome: RowOutcome {
+            let status = RowOutcome.Status(recordedReason: reason)
+            let refused = status == .optedOut || status == .disallowed
+            // Never nil: a recorded reason is never `success`.
+            return RowOutcome(recorded: status, reason: refused ? signal : reason, isTransient: isTransient)
+                ?? .failed(reason: reason, message: "", isTransient: isTransient)
+        }
     }
 
     /// One search, as the `searches` table remembers it.
@@ -211,7 +220,7 @@ public final class StateStore: Sendable {
     /// images the folder lacks.
     public func failedCounts() throws -> (transient: Int, permanent: Int) {
         try database.read { db in
-            let notFailures = RowStatus.recordedAsReasons.map(\.rawValue)
+            let notFailures = RowOutcome.Status.recordedAsReasons.map(\.rawValue)
             let rows = try Row.fetchAll(db, sql: """
                 SELECT transient, COUNT(*) AS count FROM attempts
                 WHERE reason NOT IN (\(databaseQuestionMarks(count: notFailures.count))) GROUP BY transient

@@ -27,8 +27,8 @@ public struct Tally: Sendable, Hashable {
     public var refusals: [String: Int] = [:]
     /// Of ``saved``, the images that declare a machine made them (``ImageDeclarations/isGenerated``).
     public var generated = 0
-    /// Candidates passed over because they failed for good on an earlier run.
-    public var skipped = 0
+    /// Candidates passed over because they failed for good on an earlier run (``RowOutcome/failedEarlier``).
+    public var failedEarlier = 0
     /// Downloads that gave no image.
     public var failed = 0
     /// ``failed`` by reason (`http-404`, `truncated`, `filesystem`, …).
@@ -48,9 +48,20 @@ public struct Tally: Sendable, Hashable {
 
     public init() {}
 
-    /// Counts a row or candidate that ended without an image.
-    public mutating func count(_ outcome: SettledOutcome) {
+    /// Counts a row or candidate that ended in `outcome`: a saved image with its bytes, whether it came from a cache and
+    /// whether it declares it was generated; a failure by its reason and whether it may pass later; a refusal by its
+    /// signal.
+    public mutating func count(_ outcome: RowOutcome) {
         switch outcome {
+        case let .saved(record, source):
+            saved += 1
+            bytes += record.bytes
+            if source.isCached { cacheHits += 1 }
+            if record.generated { generated += 1 }
+        case .alreadySaved:
+            alreadySaved += 1
+        case .failedEarlier:
+            failedEarlier += 1
         case .invalid:
             invalid += 1
         case let .failed(reason, _, isTransient):
@@ -72,28 +83,6 @@ public struct Tally: Sendable, Hashable {
         }
     }
 
-    /// Counts a row that ended in `status`: a failure with its `reason` and whether it may pass later, a refusal with
-    /// its signal as `reason`, a saved image with its `bytes` and whether it declares it was `generated`.
-    public mutating func count(_ status: RowStatus, reason: String? = nil, isTransient: Bool = false, bytes: Int64 = 0, generated: Bool = false) {
-        switch status {
-        case .saved:
-            saved += 1
-            self.bytes += bytes
-            if generated { self.generated += 1 }
-        case .failed: count(.failed(reason: reason ?? "unknown", message: "", isTransient: isTransient))
-        case .invalid: invalid += 1
-        case .duplicate: duplicates += 1
-        case .nearDuplicate: nearDuplicates += 1
-        case .filtered: filtered += 1
-        case .optedOut:
-            optedOut += 1
-            refusals[reason ?? ConsentSignal.xRobotsTag.rawValue, default: 0] += 1
-        case .disallowed:
-            disallowed += 1
-            refusals[reason ?? ConsentSignal.robots.rawValue, default: 0] += 1
-        }
-    }
-
     /// Adds `other` (the shards of one dataset, the copies of one job).
     public static func += (tally: inout Tally, other: Tally) {
         tally.saved += other.saved
@@ -106,7 +95,7 @@ public struct Tally: Sendable, Hashable {
         tally.disallowed += other.disallowed
         tally.refusals.merge(other.refusals, uniquingKeysWith: +)
         tally.generated += other.generated
-        tally.skipped += other.skipped
+        tally.failedEarlier += other.failedEarlier
         tally.failed += other.failed
         tally.failures.merge(other.failures, uniquingKeysWith: +)
         tally.bytes += other.bytes

@@ -29,6 +29,20 @@ func printError(_ message: String) {
     FileHandle.standardError.write(Data("mirror: error: \(message)\n".utf8))
 }
 
+/// Prints `value` as one line of JSON on stdout, keys sorted, dates as ISO 8601: every `--json` of every command (a
+/// run's summary, the history, the providers, a folder's counts).
+func printJSON(_ value: some Encodable) {
+    FileHandle.standardOutput.write(jsonLine(value) + Data("\n".utf8))
+}
+
+/// `value` as `printJSON` writes it, without the newline (`{}` for a value that does not encode, which no summary is).
+func jsonLine(_ value: some Encodable) -> Data {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys]
+    encoder.dateEncodingStrategy = .iso8601
+    return (try? encoder.encode(value)) ?? Data("{}".utf8)
+}
+
 /// Maps a library error to its one-line message and exit status.
 func describe(_ error: any Error) -> (message: String, status: ExitStatus) {
     switch error {

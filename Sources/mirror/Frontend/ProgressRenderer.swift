@@ -36,6 +36,41 @@ final class ProgressRenderer: Sendable {
         return isatty(STDERR_FILENO) == 1 ? .live : .lines
     }
 
+    /// Shows one event of a run, whichever command ran it: a saved image and a failure as lines (or in the live
+    /// line's counts); every other row that ended without an image as a note with its reason and URL — a duplicate,
+    /// a near-duplicate, a filtered image, a refusal, a row that gives no URL; nothing for the rows a rerun passes
+    /// over (already saved, failed for good earlier), which the summary counts.
+    func show(_ event: Pipeline.Event) {
+        switch event {
+        case let .ended(item, outcome):
+            show(outcome, of: item)
+        case let .retrying(retry):
+            retrying(retry.url, attempt: retry.attempt, delay: retry.delay, reason: retry.reason)
+        case let .notice(line):
+            note(line)
+        }
+    }
+
+    private func show(_ outcome: RowOutcome, of item: SourceItem) {
+        let url: URL
+        switch item {
+        case let .badRow(row):
+            note("skipped \(row.place): \(outcome.message ?? row.reason)")
+            return
+        case let .candidate(candidate):
+            url = candidate.url
+        }
+        switch outcome {
+        case let .saved(record, source): saved(record, source: source)
+        case let .failed(_, message, _): failed(url, message)
+        case .alreadySaved, .failedEarlier: break
+        case .duplicate(of: nil): note("duplicate: \(Self.redacted(url))")
+        case let .duplicate(existing?): note("duplicate of \(existing): \(Self.redacted(url))")
+        case let .filtered(reason): note("filtered (\(reason)): \(Self.redacted(url))")
+        case .nearDuplicate, .invalid, .optedOut, .disallowed: note("\(outcome.message ?? ""): \(Self.redacted(url))")
+        }
+    }
+
     func saved(_ record: ManifestRecord, source: CacheType) {
         state.withLock {
             $0.saved += 1

@@ -38,10 +38,7 @@ struct History: ParsableCommand {
         }
         let searches = (try? store.searches()) ?? []
         if json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys]
-            encoder.dateEncodingStrategy = .iso8601
-            FileHandle.standardOutput.write(((try? encoder.encode(searches)) ?? Data("[]".utf8)) + Data("\n".utf8))
+            printJSON(searches)
             return
         }
         guard !searches.isEmpty else {

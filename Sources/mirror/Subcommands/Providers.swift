@@ -23,9 +23,7 @@ struct Providers: ParsableCommand {
             ]
         }
         if json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys]
-            FileHandle.standardOutput.write(try encoder.encode(rows) + Data("\n".utf8))
+            printJSON(rows)
             return
         }
         let columns = ["name", "keys", "ready", "default", "endpoint_variable"]

@@ -162,10 +162,10 @@ struct Search: AsyncParsableCommand {
         let json = outputOptions.json
         let (summary, interrupted) = try await runInterruptibly(renderer: renderer) {
             do {
-                return try await job.run { Self.render($0, with: renderer) }
+                return try await job.run { renderer.show($0) }
             } catch let failure as MirrorJob.Failure {
                 // A run that failed after starting still owes --json its summary (each provider's status and why).
-                if json, let summary = failure.summary { Self.printJSON(summary) }
+                if json, let summary = failure.summary { printJSON(summary) }
                 throw failure
             }
         }
@@ -174,17 +174,6 @@ struct Search: AsyncParsableCommand {
         report(result)
         outputOptions.writeGallery(URL(fileURLWithPath: output))
         throw status(of: result).exitCode
-    }
-
-    /// Shows one event of a search run.
-    private static func render(_ event: MirrorJob.Event, with renderer: ProgressRenderer) {
-        switch event {
-        case let .saved(record, source): renderer.saved(record, source: source)
-        case let .failed(url, error): renderer.failed(url, error.description)
-        case .duplicate, .nearDuplicate, .filtered, .refused: break
-        case let .retrying(url, attempt, delay, reason): renderer.retrying(url, attempt: attempt, delay: delay, reason: reason)
-        case let .notice(line): renderer.note(line)
-        }
     }
 
     /// `--queries FILE`: each query in turn fills its own subfolder to the count; one manifest, one state database,
@@ -218,7 +207,7 @@ struct Search: AsyncParsableCommand {
             let renderer = ProgressRenderer(mode: ProgressRenderer.mode(quiet: outputOptions.quiet), target: count)
             do {
                 let (summary, interrupted) = try await runInterruptibly(renderer: renderer) {
-                    try await job.run { Self.render($0, with: renderer) }
+                    try await job.run { renderer.show($0) }
                 }
                 var result = summary
                 result.interrupted = result.interrupted || interrupted
@@ -240,8 +229,6 @@ struct Search: AsyncParsableCommand {
             }
         }
         if outputOptions.json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys]
             struct Total: Encodable {
                 var queries: [MirrorJob.Summary]
                 var saved: Int
@@ -252,7 +239,7 @@ struct Search: AsyncParsableCommand {
                 queries: summaries, saved: summaries.map(\.tally.saved).reduce(0, +), total: summaries.map(\.total).reduce(0, +),
                 crossLabelDuplicates: summaries.map(\.crossLabelDuplicates).reduce(0, +)
             )
-            if let data = try? encoder.encode(total) { FileHandle.standardOutput.write(data + Data("\n".utf8)) }
+            printJSON(total)
         }
         outputOptions.writeGallery(URL(fileURLWithPath: output))
         throw worst.exitCode
@@ -296,7 +283,7 @@ struct Search: AsyncParsableCommand {
     }
 
     private func report(_ summary: MirrorJob.Summary) {
-        if outputOptions.json { Self.printJSON(summary) }
+        if outputOptions.json { printJSON(summary) }
         guard !outputOptions.quiet else { return }
         let line: String
         if summary.upToDate {
@@ -323,14 +310,6 @@ struct Search: AsyncParsableCommand {
             line = text
         }
         FileHandle.standardError.write(Data((line + "\n").utf8))
-    }
-
-    private static func printJSON(_ summary: MirrorJob.Summary) {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        if let data = try? encoder.encode(summary) {
-            FileHandle.standardOutput.write(data + Data("\n".utf8))
-        }
     }
 
     private func status(of summary: MirrorJob.Summary) -> ExitStatus {

@@ -76,19 +76,11 @@ struct Status: AsyncParsableCommand {
                 printError("cannot read \(database.path): \(error)")
                 throw ExitStatus.failure.exitCode
             }
-            for attempt in (try? store.attempts()) ?? [] {
-                let status = RowStatus(recordedReason: attempt.reason)
-                // A refusal is counted by the signal that made it.
-                let reason = status == .optedOut || status == .disallowed ? attempt.signal : attempt.reason
-                tally.count(status, reason: reason, isTransient: attempt.isTransient)
-            }
+            for attempt in (try? store.attempts()) ?? [] { tally.count(attempt.outcome) }
         }
         var counts = tally.counts
         counts.bytes = nil  // a folder's manifest is counted, not its files' sizes
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        let data = (try? encoder.encode(counts)) ?? Data("{}".utf8)
-        return (tally, String(decoding: data, as: UTF8.self))
+        return (tally, String(decoding: jsonLine(counts), as: UTF8.self))
     }
 
     private func read() async throws -> DatasetStatus {

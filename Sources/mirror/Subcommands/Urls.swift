@@ -137,20 +137,7 @@ struct Urls: AsyncParsableCommand {
         }
         let job = URLListJob(configuration: configuration)
         let (summary, interrupted) = try await runInterruptibly(renderer: renderer) {
-            try await job.run(table) { event in
-                switch event {
-                case let .saved(record, source): renderer.saved(record, source: source)
-                case let .failed(url, error): renderer.failed(url, error.description)
-                case let .duplicate(url, existing): renderer.note("duplicate of \(existing): \(ProgressRenderer.redacted(url))")
-                case let .nearDuplicate(url, existing, distance):
-                    renderer.note("looks the same as \(existing) (PDQ distance \(distance)): \(ProgressRenderer.redacted(url))")
-                case .skipped: break
-                case let .retrying(url, attempt, delay, reason): renderer.retrying(url, attempt: attempt, delay: delay, reason: reason)
-                case let .invalid(place, reason): if !quiet { renderer.note("skipped \(place): \(reason)") }
-                case let .refused(url, _, message): renderer.note("\(message): \(ProgressRenderer.redacted(url))")
-                case let .notice(line): renderer.note(line)
-                }
-            }
+            try await job.run(table) { renderer.show($0) }
         }
         report(summary, interrupted: interrupted)
         if objectStore == nil { outputOptions.writeGallery(directory) }
@@ -172,13 +159,7 @@ struct Urls: AsyncParsableCommand {
     }
 
     private func report(_ summary: URLListJob.Summary, interrupted: Bool) {
-        if outputOptions.json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys]
-            if let data = try? encoder.encode(summary) {
-                FileHandle.standardOutput.write(data + Data("\n".utf8))
-            }
-        }
+        if outputOptions.json { printJSON(summary) }
         guard !outputOptions.quiet else { return }
         var line = "\(summary.tally.saved) saved, \(summary.tally.alreadySaved) already there, \(summary.tally.duplicates) duplicates"
         if summary.tally.nearDuplicates > 0 { line += ", \(summary.tally.nearDuplicates) near-duplicates" }

@@ -164,7 +164,7 @@ struct PerceptualHashTests {
         let other = try image(TestImages.picture(width: 480, height: 360, seed: 4), "c")
 
         // When all three are published together (one batch), and the copy again after the folder is reopened
-        let outcomes = Locked<[String: PublishOutcome]>([:])
+        let outcomes = Locked<[String: Publication]>([:])
         for (stem, image) in [("a", first), ("b", copy), ("c", other)] {
             sink.publish(image, stem: stem, provenance: ImageProvenance()) { outcome in outcomes.withLock { $0[stem] = outcome } }
         }
@@ -174,23 +174,23 @@ struct PerceptualHashTests {
         defer { reopened.releaseLock() }
         let again = try FolderSink(folder: reopened, deduplication: .near(NearDuplicatePolicy()))
         let copyAgain = try image(TestImages.picture(width: 300, height: 225, seed: 3), "d")
-        let later = Locked<PublishOutcome?>(nil)
+        let later = Locked<Publication?>(nil)
         again.publish(copyAgain, stem: "d", provenance: ImageProvenance()) { outcome in later.withLock { $0 = outcome } }
         await again.drain()
 
         // Then the first is kept, the copy is a near-duplicate of it (its distance named), the other picture is saved,
         // and the reopened folder still knows the first by its hash (from the manifest)
         let results = outcomes.withLock { $0 }
-        guard case .saved? = results["a"], case .saved? = results["c"] else {
+        guard case .success(.saved)? = results["a"], case .success(.saved)? = results["c"] else {
             Issue.record("expected a and c saved: \(results)")
             return
         }
-        guard case let .nearDuplicate(of, distance)? = results["b"] else {
+        guard case let .success(.nearDuplicate(of, distance))? = results["b"] else {
             Issue.record("expected b to be a near-duplicate: \(String(describing: results["b"]))")
             return
         }
         #expect(of == "a.png" && distance <= NearDuplicatePolicy.defaultDistance)
-        guard case .nearDuplicate(of: "a.png", _)? = later.withLock({ $0 }) else {
+        guard case .success(.nearDuplicate(of: "a.png", _))? = later.withLock({ $0 }) else {
             Issue.record("expected d to be a near-duplicate of a.png: \(String(describing: later.withLock { $0 }))")
             return
         }

@@ -1,4 +1,5 @@
 import Crypto
+import MirrorBase
 import Foundation
 @testable import MirrorCore
 @testable import MirrorFetch
@@ -172,5 +173,51 @@ struct PipelineTests {
         let report = await pipeline.run(from: ScriptedSource([Self.url(2)]), into: MemorySink(directory: folder.url))
         #expect(report.tally.filtered == 1)
         #expect(loader.requests.withLock { $0.count } == 1)
+    }
+
+    @Test func everyRowEndsInOneEventWhoseOutcomesAddUpToTheTally() async throws {
+        // Given candidates that end every way a download can: saved, 404, not an image, a repeated URL, one the sink
+        // holds, the same bytes twice, and images too large for the transform's memory (a failed resize)
+        let folder = TemporaryFolder()
+        let same = TestImages.png(width: 5, height: 5, seed: 99)
+        let loader = StubLoader { url in
+            let name = url.deletingPathExtension().lastPathComponent
+            if name.hasPrefix("same") { return .body(same) }
+            let index = Int(name)!
+            if index % 7 == 0 { return .status(404) }
+            if index % 5 == 0 { return .body(TestImages.htmlErrorPage) }
+            if index % 4 == 0 { return .body(TestImages.png(width: 1500, height: 1500, seed: UInt64(index))) }
+            return .body(TestImages.png(width: 4, height: 4, seed: UInt64(index)))
+        }
+        let urls = (1...30).map(Self.url) + [Self.url(1), Self.url(2)]
+            + [URL(string: "http://stub.test/img/same-a.png")!, URL(string: "http://stub.test/img/same-b.png")!]
+        let sink = MemorySink(directory: folder.url, preloaded: [Self.url(3)])
+        var configuration = Self.configuration(target: nil)
+        configuration.transform = ImageTransform(fit: .keepRatio, size: 2, encoding: .png)
+        configuration.transform?.memoryLimit = 5 << 20  // a 1,500 × 1,500 decode takes more, a 4 × 4 one less
+        let events = Locked<[Pipeline.Event]>([])
+
+        // When every candidate is run
+        let report = await Pipeline(configuration: configuration, loader: loader).run(from: ScriptedSource(urls), into: sink) { event in
+            events.withLock { $0.append(event) }
+        }
+
+        // Then each candidate ended in exactly one event, those outcomes count to the report's tally, and a failed
+        // resize is one of them (a failure with its URL, not only a log line)
+        var ended: [String: Int] = [:]
+        var counted = Tally()
+        var resizesFailed = 0
+        for case let .ended(.candidate(candidate), outcome) in events.withLock({ $0 }) {
+            ended[candidate.provenance.key ?? "?", default: 0] += 1
+            counted.count(outcome)
+            if case let .failed(reason, message, _) = outcome, message.hasPrefix("could not resize") {
+                #expect(reason == "too-large-to-decode", "\(reason)")
+                resizesFailed += 1
+            }
+        }
+        #expect(ended.count == urls.count && ended.values.allSatisfy { $0 == 1 }, "\(ended)")
+        #expect(counted == report.tally)
+        #expect(resizesFailed == 5)  // 4, 8, 12, 16 and 24 are large (20 is HTML, 28 a 404)
+        #expect(report.tally.saved > 0 && report.tally.alreadySaved == 1 && report.tally.duplicates == 3)
     }
 }

@@ -154,27 +154,27 @@ final class MemorySink: ImageSink {
         return urls.withLock { $0.contains(normalizedURL) }
     }
 
-    func publish(_ image: VerifiedImage, stem: String, provenance: ImageProvenance, completion: @escaping @Sendable (PublishOutcome) -> Void) {
+    func publish(_ image: VerifiedImage, stem: String, provenance: ImageProvenance, completion: @escaping @Sendable (Publication) -> Void) {
         completion(store(image, stem: stem, provenance: provenance))
     }
 
-    private func store(_ image: VerifiedImage, stem: String, provenance: ImageProvenance) -> PublishOutcome {
+    private func store(_ image: VerifiedImage, stem: String, provenance: ImageProvenance) -> Publication {
         defer { AtomicFile.remove(image.temporaryFile) }
-        if failing { return .failed(FileError(operation: "write", path: stagingDirectory.path, code: ENOSPC)) }
+        if failing { return .failure(.unwritable(FileError(operation: "write", path: stagingDirectory.path, code: ENOSPC))) }
         let data = (try? Data(contentsOf: image.temporaryFile)) ?? Data()
         return held.withLock { held in
-            if held[image.sha256] != nil { return .duplicate(of: image.sha256) }
-            if let limit, held.count >= limit { return .notAdmitted }
+            if held[image.sha256] != nil { return .success(.duplicate(of: image.sha256)) }
+            if let limit, held.count >= limit { return .failure(.notAdmitted) }
             held[image.sha256] = data
             urls.withLock { _ = $0.insert(CacheKey(url: image.url).normalizedURL) }
-            return .saved(ManifestRecord(file: stem, image: image, provenance: provenance))
+            return .success(.saved(ManifestRecord(file: stem, image: image, provenance: provenance), source: image.source))
         }
     }
 
     /// How each candidate that published nothing ended, by URL (a bad row by `row KEY`).
-    let settled = Locked<[String: SettledOutcome]>([:])
+    let settled = Locked<[String: RowOutcome]>([:])
 
-    func settle(url: URL?, provenance: ImageProvenance, as outcome: SettledOutcome) {
+    func settle(url: URL?, provenance: ImageProvenance, as outcome: RowOutcome) {
         settled.withLock { $0[url?.absoluteString ?? "row " + (provenance.key ?? "?")] = outcome }
     }
 

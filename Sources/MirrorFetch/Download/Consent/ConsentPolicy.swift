@@ -118,6 +118,8 @@ public struct ConsentPolicy: Sendable, Hashable {
             }
         case let .robotsTag(directive):
             return robotsTagTable[directive] ?? []
+        case .recorded:
+            return []  // a record read back is counted, never decided on again
         case let .tdmReservation(reserved):
             return reserved ? mining : []
         case let .dataMining(code):

@@ -10,54 +10,41 @@ import MirrorCore
 /// the one its signal reserved), then the kept columns.
 enum ShardRecordLine {
     package static func saved(_ json: Data) -> Data {
-        Data(#"{"status":""#.utf8) + Data(RowStatus.saved.rawValue.utf8) + Data(#"","error":null,"reason":null,"transient":false,"#.utf8)
+        Data(#"{"status":""#.utf8) + Data(RowOutcome.Status.saved.rawValue.utf8) + Data(#"","error":null,"reason":null,"transient":false,"#.utf8)
             + Data(#""signal_value":null,"signal_location":null,"tdm_policy":null,"#.utf8) + json.dropFirst() + Data("\n".utf8)
     }
 
-    /// How a line's row ended, as far as `--retry-failed` and a rewritten shard's stats need it.
-    package struct Outcome: Equatable {
-        package var status: RowStatus
-        package var reason: String?
-        package var isTransient: Bool
-        /// A saved row's bytes.
-        package var bytes: Int64
-        /// Whether a saved row's image declares it was generated.
-        package var generated = false
-
-        /// Whether a run with `--retry-failed scope` downloads the row again: a failure that may pass (`transient`), or
-        /// every row without a sample but a duplicate (`all`).
-        package func isRetried(by scope: RetryFailed) -> Bool {
-            switch scope {
-            case .transient: status == .failed && isTransient
-            case .all: status != .saved && status != .duplicate && status != .nearDuplicate
-            }
-        }
-
-        /// Counts the row as the stats do.
-        package func count(into tally: inout Tally) {
-            tally.count(status, reason: reason, isTransient: isTransient, bytes: bytes, generated: generated)
-        }
-    }
-
-    /// How the row of a line ended, or `nil` when the line is not a record line.
-    package static func outcome(of line: some DataProtocol) -> Outcome? {
-        guard let fields = try? JSONDecoder().decode(Fields.self, from: Data(line)) else { return nil }
-        return Outcome(
-            status: fields.status, reason: fields.reason, isTransient: fields.transient ?? false, bytes: fields.bytes ?? 0,
-            generated: fields.generated ?? false
+    /// How the row of a line ended, read back (``RowOutcome/init(recorded:reason:message:isTransient:record:value:location:purpose:)``),
+    /// or `nil` when the line is not a record line, or is a saved row's and `readingRecords` is false (the record is
+    /// decoded only for the stats of a rewritten shard; `--retry-failed`'s scan needs how rows failed, not what saved).
+    package static func outcome(of line: some DataProtocol, readingRecords: Bool = true) -> RowOutcome? {
+        let data = Data(line)
+        guard let fields = try? JSONDecoder().decode(Fields.self, from: data) else { return nil }
+        return RowOutcome(
+            recorded: fields.status, reason: fields.reason, message: fields.error, isTransient: fields.transient ?? false,
+            record: fields.status == .saved && readingRecords ? ManifestRecord.decode(data) : nil,
+            value: fields.signalValue, location: fields.signalLocation, purpose: fields.purpose.flatMap(UsePurpose.init(rawValue:))
         )
     }
 
-    /// What ``outcome(of:)`` reads of a line.
+    /// What ``outcome(of:)`` reads of a line besides a saved row's record.
     private struct Fields: Decodable {
-        var status: RowStatus
+        var status: RowOutcome.Status
+        var error: String?
         var reason: String?
         var transient: Bool?
-        var bytes: Int64?
-        var generated: Bool?
+        var signalValue: String?
+        var signalLocation: String?
+        var purpose: String?
+
+        enum CodingKeys: String, CodingKey {
+            case status, error, reason, transient, purpose
+            case signalValue = "signal_value"
+            case signalLocation = "signal_location"
+        }
     }
 
-    package static func settled(url: URL?, provenance: ImageProvenance, outcome: SettledOutcome) -> Data {
+    package static func settled(url: URL?, provenance: ImageProvenance, outcome: RowOutcome) -> Data {
         let text = { (value: String?) in (try? ManifestRecord.jsonText(value)) ?? "null" }
         var (reason, transient) = ("null", "false")
         var refusal: Reservation?
@@ -68,7 +55,7 @@ enum ShardRecordLine {
             refusal = reservation
         default: break
         }
-        var line = #"{"status":"# + text(outcome.status.rawValue) + #","error":"# + text(outcome.message)
+        var line = #"{"status":"# + text(outcome.status?.rawValue) + #","error":"# + text(outcome.message)
         line += #","reason":"# + reason + #","transient":"# + transient
         line += #","signal_value":"# + text(refusal?.evidence.value) + #","signal_location":"# + text(refusal?.evidence.location)
         line += #","tdm_policy":"# + text(refusal?.evidence.policy)

@@ -22,7 +22,7 @@ extension ShardSink {
             let base = index * shardSize
             pending = []
             for (offset, line) in ShardSink.lines(of: records).enumerated() {
-                if ShardRecordLine.outcome(of: line)?.isRetried(by: scope) == true { pending.insert(base + offset) }
+                if let outcome = ShardRecordLine.outcome(of: line, readingRecords: false), scope.retries(outcome) { pending.insert(base + offset) }
             }
             guard !pending.isEmpty else { return nil }
         }
@@ -117,7 +117,7 @@ extension ShardSink {
         (stats.purpose, stats.ignoredOptOuts) = (configuration.purpose, configuration.ignoredOptOuts)
         stats.started = retried.startedAt
         stats.rows = lines.count
-        for line in lines { ShardRecordLine.outcome(of: line)?.count(into: &stats.tally) }
+        for line in lines { ShardRecordLine.outcome(of: line).map { stats.tally.count($0) } }
         var records = Data()
         for line in lines { records.append(line.last == UInt8(ascii: "\n") ? line : line + Data("\n".utf8)) }
 

@@ -51,8 +51,8 @@ extension ShardSink {
         for position in shard.rows.keys.sorted() {
             stats.rows += 1
             switch shard.rows[position]! {
-            case let .saved(_, record):
-                stats.tally.count(.saved, bytes: record.bytes, generated: record.generated)
+            case let .saved(image, record):
+                stats.tally.count(.saved(record, source: image.source))
             case let .settled(_, _, outcome):
                 stats.tally.count(outcome)
             }

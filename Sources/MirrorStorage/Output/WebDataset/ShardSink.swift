@@ -100,7 +100,7 @@ public final class ShardSink: ImageSink {
 
     package enum Row {
         case saved(VerifiedImage, ManifestRecord)
-        case settled(url: URL?, provenance: ImageProvenance, outcome: SettledOutcome)
+        case settled(url: URL?, provenance: ImageProvenance, outcome: RowOutcome)
     }
 
     /// Opens (creating) the folder, locks it, and finds which shards are complete.
@@ -191,27 +191,27 @@ public final class ShardSink: ImageSink {
         provenance.slot ?? provenance.key.flatMap(Int.init)
     }
 
-    public func publish(_ image: VerifiedImage, stem: String, provenance: ImageProvenance, completion: @escaping @Sendable (PublishOutcome) -> Void) {
+    public func publish(_ image: VerifiedImage, stem: String, provenance: ImageProvenance, completion: @escaping @Sendable (Publication) -> Void) {
         let key = provenance.key ?? stem
         let position = Self.position(of: provenance) ?? 0
         let record = ManifestRecord(file: key + "." + image.info.format.fileExtension, image: image, provenance: provenance)
-        let outcome: PublishOutcome
+        let outcome: Publication
         if let failure = state.withLock({ $0.failure }) {
-            outcome = .failed(failure as? FileError ?? FileError(operation: "upload", path: configuration.directory.path, code: EIO))
+            outcome = .failure(.unwritable(failure as? FileError ?? FileError(operation: "upload", path: configuration.directory.path, code: EIO)))
         } else if configuration.deduplication.refusesSameBytes, !digests.insert(image.downloadDigest, value: key) {
-            outcome = .duplicate(of: digests.value(for: image.downloadDigest) ?? "an earlier sample")
+            outcome = .success(.duplicate(of: digests.value(for: image.downloadDigest) ?? "an earlier sample"))
         } else if let hashes = configuration.deduplication.nearPolicy?.comparableHashes(of: image),
                   let match = looks.withLock({ looks -> (payload: String, distance: Int)? in
                       if let found = looks.match(for: hashes) { return found }
                       looks.insert(hashes, key)
                       return nil
                   }) {
-            outcome = .nearDuplicate(of: match.payload, distance: match.distance)
+            outcome = .success(.nearDuplicate(of: match.payload, distance: match.distance))
         } else {
             state.withLock { $0.published += 1 }
-            outcome = .saved(record)
+            outcome = .success(.saved(record, source: image.source))
         }
-        if case .saved = outcome {
+        if case .success(.saved) = outcome {
             add(.saved(image, record), at: position)
         } else {
             AtomicFile.remove(image.temporaryFile)
@@ -219,8 +219,9 @@ public final class ShardSink: ImageSink {
         completion(outcome)
     }
 
-    public func settle(url: URL?, provenance: ImageProvenance, as outcome: SettledOutcome) {
-        guard let position = Self.position(of: provenance) else { return }
+    public func settle(url: URL?, provenance: ImageProvenance, as outcome: RowOutcome) {
+        // A row that is not recorded again (already saved, failed earlier) is not this shard's to close.
+        guard outcome.status != nil, let position = Self.position(of: provenance) else { return }
         add(.settled(url: url, provenance: provenance, outcome: outcome), at: position)
     }
 

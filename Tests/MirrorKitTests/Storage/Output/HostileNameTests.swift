@@ -96,7 +96,7 @@ struct HostileNameTests {
                     completion: { continuation.resume(returning: $0) }
                 ))
             }
-            guard case let .saved(record) = outcome else { Issue.record("not saved: \(outcome)"); continue }
+            guard case let .success(.saved(record, _)) = outcome else { Issue.record("not saved: \(outcome)"); continue }
             names.append(record.file)
         }
         // Then the first keeps its name and the others get a hash suffix: no two differ only in case

@@ -50,13 +50,13 @@ struct OutputFolderTests {
 
         // Then the stranger's file is untouched, both images are saved under distinct names, the copy is not
         #expect(try String(contentsOf: directory.url.appendingPathComponent("cat.png"), encoding: .utf8) == "someone else's")
-        guard case let .saved(a) = first, case let .saved(b) = second else {
+        guard case let .success(.saved(a, _)) = first, case let .success(.saved(b, _)) = second else {
             Issue.record("expected both saved, got \(first) and \(second)")
             return
         }
         #expect(a.file == "cat-\(sha256Hex(one).prefix(8)).png")
         #expect(b.file == "cat-\(sha256Hex(two).prefix(8)).png")
-        #expect(copy == .duplicate(of: a.file))
+        #expect(copy == .success(.duplicate(of: a.file)))
         #expect(try Data(contentsOf: directory.url.appendingPathComponent(a.file)) == one)
         #expect(ManifestRecord.read(from: folder.manifestURL).map(\.file) == [a.file, b.file])
         #expect(directory.temporaryFiles.isEmpty)
@@ -83,7 +83,7 @@ struct OutputFolderTests {
         }
 
         // Then every one is saved, listed and in place, and no temporary file is left
-        #expect(outcomes.allSatisfy { if case .saved = $0 { true } else { false } })
+        #expect(outcomes.allSatisfy { if case .success(.saved) = $0 { true } else { false } })
         #expect(folder.savedCount == count)
         #expect(directory.fileNames.filter { $0.hasSuffix(".png") }.count == count)
         #expect(directory.temporaryFiles.isEmpty)
@@ -96,7 +96,7 @@ struct OutputFolderTests {
         var saved = 0
         for seed in 0..<6 {
             let image = try verified(TestImages.png(width: 3, height: 3, seed: UInt64(seed)), in: directory.url, url: "http://x/\(seed).png")
-            if case .saved = await commit(image, stem: "\(seed)", to: committer) { saved += 1 }
+            if case .success(.saved) = await commit(image, stem: "\(seed)", to: committer) { saved += 1 }
         }
         #expect(saved == 3)
         #expect(folder.savedCount == 3)

@@ -24,7 +24,7 @@ struct StorageSeamTests {
         try store.recordFailure(url: URL(string: "https://A.test/x.png")!, provider: nil, reason: "timeout", isTransient: true, at: now)
         try store.recordFailure(url: URL(string: "https://a.test/x.png")!, provider: nil, reason: "http-404", isTransient: false, at: now + 1)
         try store.recordFailure(url: URL(string: "https://a.test/y.png")!, provider: nil, reason: "connect", isTransient: true, at: now + 2)
-        for status in RowStatus.recordedAsReasons {
+        for status in RowOutcome.Status.recordedAsReasons {
             try store.recordFailure(url: URL(string: "https://a.test/\(status.rawValue).png")!, provider: nil, reason: status.rawValue, isTransient: false, at: now + 3)
         }
 
@@ -32,20 +32,20 @@ struct StorageSeamTests {
         let attempts = try store.attempts()
         let x = try #require(attempts.first { $0.url.hasSuffix("/x.png") })
         #expect(x.reason == "http-404" && x.attempts == 2 && !x.isTransient)
-        #expect(attempts.count == 2 + RowStatus.recordedAsReasons.count)
+        #expect(attempts.count == 2 + RowOutcome.Status.recordedAsReasons.count)
         // and refusals and filters are remembered but are not failures the folder lacks
         let counts = try store.failedCounts()
         #expect(counts.transient == 1 && counts.permanent == 1)
-        #expect(try store.permanentlyFailedURLs().count == 1 + RowStatus.recordedAsReasons.count)
+        #expect(try store.permanentlyFailedURLs().count == 1 + RowOutcome.Status.recordedAsReasons.count)
         // and a reopened database says the same; a saved URL's failure is forgotten
         let reopened = try StateStore(url: folder.url.appendingPathComponent("state.sqlite"))
         #expect(try reopened.failedCounts() == counts)
         try reopened.forgetFailure(normalizedURL: try #require(try reopened.failedURLs().first { $0.normalizedURL.hasSuffix("/y.png") }).normalizedURL)
         #expect(try reopened.failedCounts().transient == 0)
         // and the folder's reasons read back as the statuses they stand for
-        #expect(RowStatus(recordedReason: "opted_out") == .optedOut)
-        #expect(RowStatus(recordedReason: "http-404") == .failed)
-        #expect(RowStatus(recordedReason: "success") == .failed)
+        #expect(RowOutcome.Status(recordedReason: "opted_out") == .optedOut)
+        #expect(RowOutcome.Status(recordedReason: "http-404") == .failed)
+        #expect(RowOutcome.Status(recordedReason: "success") == .failed)
     }
 
     // MARK: TarWriter
@@ -101,7 +101,8 @@ struct StorageSeamTests {
         await sink.finish(sourceExhausted: true)
 
         // Then the first and the second are saved under their stems, the copy is a duplicate, the fourth not admitted
-        guard case let .saved(one) = outcomes[0], case .duplicate = outcomes[1], case let .saved(two) = outcomes[2], case .notAdmitted = outcomes[3] else {
+        guard case let .success(.saved(one, _)) = outcomes[0], case .success(.duplicate) = outcomes[1], case let .success(.saved(two, _)) = outcomes[2],
+              case .failure(.notAdmitted) = outcomes[3] else {
             Issue.record("unexpected outcomes \(outcomes)")
             return
         }
@@ -113,7 +114,7 @@ struct StorageSeamTests {
         #expect(try store.imageCount() == 2)
         #expect(try FileManager.default.contentsOfDirectory(atPath: output.directory.path).filter { $0.hasSuffix(AtomicFile.temporarySuffix) }.isEmpty)
         // and what was settled is remembered by its status, so that a later run passes over it
-        #expect(Set(try store.attempts().map(\.reason)) == [RowStatus.disallowed.rawValue, RowStatus.filtered.rawValue])
+        #expect(Set(try store.attempts().map(\.reason)) == [RowOutcome.Status.disallowed.rawValue, RowOutcome.Status.filtered.rawValue])
         // and a refusal with the signal that made it
         #expect(try store.refusalsBySignal() == ["robots": 1])
     }
@@ -149,7 +150,7 @@ struct StorageSeamTests {
         let listing = try runTool("/usr/bin/tar", ["-tf", directory.appendingPathComponent("00000.tar").path])
         #expect(listing.split(separator: "\n") == ["000000000.png", "000000000.json", "000000000.txt", "000000001.png", "000000001.json", "000000001.txt"])
         #expect(try runTool("/usr/bin/tar", ["-tf", directory.appendingPathComponent("00001.tar").path]).split(separator: "\n").count == 3)
-        // and every row has a record line whose status is a RowStatus, and stats that count them
+        // and every row has a record line whose status is a RowOutcome.Status, and stats that count them
         let records = try String(contentsOf: directory.appendingPathComponent("00002.jsonl"), encoding: .utf8)
         #expect(ShardRecordLine.outcome(of: Data(records.utf8))?.status == .disallowed)
         // (with the signal as its reason, and where it was read)
@@ -170,13 +171,13 @@ struct StorageSeamTests {
         #expect(status.rows == 5 && status.shardsDone == 3 && status.tally.saved == 3)
     }
 
-    private func publish(_ data: Data, url: String, stem: String, provenance: ImageProvenance = ImageProvenance(), into sink: any ImageSink) async -> PublishOutcome {
+    private func publish(_ data: Data, url: String, stem: String, provenance: ImageProvenance = ImageProvenance(), into sink: any ImageSink) async -> Publication {
         let image: VerifiedImage
         do {
             image = try folder.verifiedImage(data, in: sink.stagingDirectory, from: URL(string: url)!)
         } catch {
             Issue.record("cannot stage \(url): \(error)")
-            return .notAdmitted
+            return .failure(.notAdmitted)
         }
         return await withCheckedContinuation { continuation in
             sink.publish(image, stem: stem, provenance: provenance) { continuation.resume(returning: $0) }
