@@ -13,7 +13,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.0"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
-        .package(url: "https://github.com/yaslab/CSV.swift", from: "2.5.0"),
         .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
         .package(url: "https://github.com/apple/swift-http-structured-headers", from: "1.2.0"),
     ],
@@ -118,7 +117,6 @@ let package = Package(
                 "MirrorSearch",
                 "MirrorTransport",
                 "MirrorImages",
-                .product(name: "CSV", package: "CSV.swift"),
                 "CZlib",  // gzip tables
             ]
         ),

@@ -4,8 +4,9 @@
 // Not part of Package.swift: `scripts/fuzz` compiles it with `-sanitize=fuzzer,address -parse-as-library`
 // against MirrorKit (and MirrorTransport, for `RetryAfter`) built in `.build-fuzz` with testing enabled.
 //
-// The first byte picks the function (mod 6); the rest, decoded as UTF-8 (invalid bytes repaired), is its input.
-// Besides "no trap", file names are checked against the promises in `FileNaming`'s documentation.
+// The first byte picks the function (mod 6); the rest is its input: a table's raw bytes, or for the others the bytes
+// decoded as UTF-8 (invalid bytes repaired). Besides "no trap", file names are checked against the promises in
+// `FileNaming`'s documentation, and tables against `TableReader`'s: rows in order, a bounded buffer, no byte replaced.
 import Foundation
 import MirrorImages
 @testable import MirrorKit
@@ -46,21 +47,40 @@ public func fuzzText(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
 
     switch selector % 6 {
     case 0:
-        // A table of URLs, raw bytes (gzip when they start like it) in each format: rows in order, only http(s) URLs
+        // A table of URLs, raw bytes (gzip when they start like it) in each format (bits 3–4 of the selector), with the
+        // real bounds or (bit 5) tiny ones, so that a 4 KB input reaches the over-long row, URL, quoted field and nesting:
+        // rows in order, only http(s) URLs, the buffer within the bound, places counting up, and no byte replaced by
+        // U+FFFD (a caption holds one only if the table did).
         let tableFormat = TableFormat.allCases[Int(selector >> 3) % TableFormat.allCases.count]
+        var limits = TableReader.Limits()
+        if selector & 0x20 != 0 { (limits.record, limits.url, limits.jsonDepth) = (64, 32, 4) }
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("mirror-fuzz-table-\(getpid())")
         try? data.write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
-        if let reader = try? TableReader(path: file.path, format: tableFormat, columns: TableColumns()) {
+        let replacement = Data([0xEF, 0xBF, 0xBD])
+        let hadReplacement = data.range(of: replacement) != nil
+        if let reader = try? TableReader(path: file.path, format: tableFormat, columns: TableColumns(), limits: limits) {
             var position = 0
+            var lastLine = 0
             while let row = try? reader.next() {
                 precondition(row.position == position, "row \(row.position) after \(position - 1)")
                 position += 1
                 if case let .success(url) = row.url {
                     precondition(["http", "https"].contains(url.scheme?.lowercased() ?? ""), "accepted \(url)")
                 }
+                if tableFormat == .csv || tableFormat == .tsv {
+                    precondition(row.place == "row \(position)", "\(row.place) for row \(position)")
+                } else {
+                    let line = Int(row.place.dropFirst("line ".count)) ?? 0
+                    precondition(row.place.hasPrefix("line ") && line > lastLine, "\(row.place) after line \(lastLine)")
+                    lastLine = line
+                }
+                if !hadReplacement, let caption = row.caption {
+                    precondition(!caption.unicodeScalars.contains("\u{FFFD}"), "a byte replaced in \(caption.debugDescription)")
+                }
                 _ = row.key
-                _ = row.place
+                // The buffer's capacity: the bound, and what malloc rounds a block up to (a page at most).
+                precondition(reader.peakHeldBytes <= limits.record + 4096, "held \(reader.peakHeldBytes) bytes of a row")
             }
         }
     case 1:

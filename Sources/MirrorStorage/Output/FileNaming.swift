@@ -99,7 +99,12 @@ public enum FileNaming {
 
     /// The stem a URL suggests: its last path segment without the extension (percent-decoded).
     public static func stem(of url: URL) -> String {
-        let last = url.lastPathComponent
+        var last = url.lastPathComponent
+        if last.isEmpty, let encoded = url.path(percentEncoded: true).split(separator: "/").last {
+            // Escapes that are not UTF-8 (`caf%E9.jpg`, a table's Windows-1252 URL sent as its bytes): Foundation decodes
+            // the segment to nothing; read its bytes as a table's text is read (`café`).
+            last = String(utf8OrWindows1252: percentDecoded(encoded))
+        }
         let segment = last.utf8.contains(UInt8(ascii: "%")) ? last.removingPercentEncoding ?? last : last
         guard segment != "/" && !segment.isEmpty else { return url.host ?? "image" }
         if let dot = segment.lastIndex(of: "."), dot != segment.startIndex {
@@ -107,6 +112,29 @@ public enum FileNaming {
             if ext.count <= 5 { return String(segment[..<dot]) }
         }
         return segment
+    }
+
+    /// The bytes `segment`'s percent-escapes stand for (an escape that is not one is kept as it is).
+    private static func percentDecoded(_ segment: Substring) -> ArraySlice<UInt8> {
+        var bytes: [UInt8] = []
+        var utf8 = segment.utf8[...]
+        func hex(_ byte: UInt8) -> UInt8? {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+            default: nil
+            }
+        }
+        while let byte = utf8.popFirst() {
+            if byte == UInt8(ascii: "%"), let high = utf8.first.flatMap(hex), let low = utf8.dropFirst().first.flatMap(hex) {
+                bytes.append(high << 4 | low)
+                utf8 = utf8.dropFirst(2)
+            } else {
+                bytes.append(byte)
+            }
+        }
+        return bytes[...]
     }
 
     /// Whether `text` has two dots in a row (by its bytes: Foundation's `contains` bridges to `NSString` on Linux).

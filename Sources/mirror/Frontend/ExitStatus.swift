@@ -16,6 +16,9 @@ enum ExitStatus: Int32 {
     case unavailable = 5
     /// The command line was wrong.
     case usage = 64
+    /// The table is malformed from some row on (a quoted field that never closes; the message names its line), so the
+    /// rows after it cannot be told apart; the rows before it were processed (`EX_DATAERR`).
+    case dataError = 65
     /// Another run holds the output folder's lock.
     case locked = 75
     /// Interrupted by SIGINT or SIGTERM.
@@ -59,7 +62,7 @@ func describe(_ error: any Error) -> (message: String, status: ExitStatus) {
     case let mismatch as ShardSink.ShardSizeMismatch:
         return (mismatch.description, .usage)
     case let table as TableError:
-        return ("\(table.description); what was saved is kept", .failure)
+        return ("\(table.description); what was saved is kept", table.isMalformed ? .dataError : .failure)
     case let held as FolderLock.Held:
         return ("\(held.description); wait for it to finish, or stop it first", .locked)
     case let file as FileError:

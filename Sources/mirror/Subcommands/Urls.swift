@@ -9,9 +9,10 @@ struct Urls: AsyncParsableCommand {
         discussion: """
         Saves only verified images, named after the URL's last path segment (sanitised; a short hash is \
         added when names clash), skips what the folder already has, and writes DIR/manifest.jsonl, one record \
-        per saved image keyed by its row (its position from 0). The table is streamed, never loaded whole. \
-        A text list has one URL per line (blank lines and # comments ignored); CSV and TSV have a header row; \
-        JSONL has one object per line. A row with no http(s) URL is reported with its place and skipped.
+        per saved image keyed by its row (its position from 0). The table is streamed, never loaded whole, and read \
+        as bytes (UTF-8, other bytes as Windows-1252; a URL's bytes sent as they are). A text list has one URL per \
+        line (blank lines and # comments ignored); CSV and TSV have a header row; JSONL has one object per line. A \
+        row with no http(s) URL, or longer than 1 MiB, is reported with its place and skipped.
 
         A rerun downloads nothing an earlier run settled: it finishes what a killed run left, and reports the rows \
         still missing. --retry-failed downloads again the rows that failed on the network or the server (timeouts, \
@@ -20,7 +21,9 @@ struct Urls: AsyncParsableCommand {
 
         Exit codes: 0 every row's image is in the output · 3 rows are missing: some gave no image (4xx, not an image, \
         a bad row), or failed on an earlier run and were not retried · 5 some failed on the network or server this \
-        run and may work with --retry-failed · 64 usage · 75 folder locked · 130 interrupted.
+        run and may work with --retry-failed · 64 usage · 65 the table is malformed from a line on (a quoted field \
+        that never closes: the message names the line; the rows before it were processed) · 75 folder locked · \
+        130 interrupted.
         """
     )
 
@@ -97,8 +100,9 @@ struct Urls: AsyncParsableCommand {
         do {
             table = TableSource(try openTable(), shard: share?.0, blockSize: isWebDataset ? dataset.shardSize : 1)
         } catch {
+            // An open quote in the header row is the table's fault (65); a missing file or column, the command's (64).
             printError(error.description)
-            throw ExitStatus.usage.exitCode
+            throw (error.isMalformed ? ExitStatus.dataError : ExitStatus.usage).exitCode
         }
         let renderer = ProgressRenderer(mode: ProgressRenderer.mode(quiet: outputOptions.quiet), target: nil)
 

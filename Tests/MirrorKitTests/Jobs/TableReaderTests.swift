@@ -192,6 +192,25 @@ struct TableReaderTests {
         #expect(try textRows[2].url.get().absoluteString == "https://a.test/2.png")
     }
 
+    @Test("what CSV.swift read reads the same: a BOM, CR and CRLF line ends, quoted delimiters and line ends, TSV quoting")
+    func theByteScannerReadsWhatCSVSwiftRead() throws {
+        // Given a CSV with a UTF-8 byte order mark, spaces around its column names, a lone CR ending rows (an old Mac
+        // export) beside CRLF, a quoted comma, a quoted CRLF, a quoted empty field and a line holding only ""
+        let csv = try write("\u{FEFF} url , caption \rhttps://a.test/0.jpg,\"a, b\"\r\nhttps://a.test/1.jpg,\"line\r\nbreak\"\r\"\"\nhttps://a.test/2.jpg,\"\"\n", as: "mac.csv")
+        // And a TSV whose quoted caption holds a tab, and whose unquoted one holds a quote
+        let tsv = try write("url\tcaption\nhttps://a.test/0.jpg\t\"tab\there\"\nhttps://a.test/1.jpg\t5\" screen\n", as: "q.tsv")
+
+        // When they are read
+        let csvRows = try rows(csv)
+        let tsvRows = try rows(tsv)
+
+        // Then the rows, captions and places are as CSV.swift gave them
+        #expect(csvRows.map { (try? $0.url.get())?.absoluteString } == ["https://a.test/0.jpg", "https://a.test/1.jpg", "https://a.test/2.jpg"])
+        #expect(csvRows.map(\.caption) == ["a, b", "line\r\nbreak", ""])
+        #expect(csvRows.map(\.place) == ["row 1", "row 2", "row 3"])
+        #expect(tsvRows.map(\.caption) == ["tab\there", "5\" screen"])
+    }
+
     @Test func aMissingColumnOrFileIsOneClearError() throws {
         let path = try write("link,caption\nhttps://a.test/1.png,x\n", as: "t.csv")
         #expect(throws: TableError.missingColumn(option: "--url-col", name: "url", columns: ["link", "caption"])) {

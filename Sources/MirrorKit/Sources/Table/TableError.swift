@@ -2,7 +2,8 @@ import MirrorStorage
 import MirrorFetch
 import MirrorSearch
 
-/// Why a table cannot be read at all (a bad row is not an error: it is counted and reported, and the run goes on).
+/// Why a table cannot be read at all, or from some row on (a bad row is not an error: it is counted and reported, and
+/// the run goes on).
 public enum TableError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The file cannot be opened or read, or its gzip data is corrupt.
     case unreadable(String)
@@ -10,6 +11,21 @@ public enum TableError: Error, Sendable, Equatable, CustomStringConvertible {
     case missingColumn(option: String, name: String, columns: [String])
     /// The format cannot be told from the name and was not given.
     case unknownFormat(String)
+    /// A quoted field that never closes: still open at the end of the table (`limit` nil), or longer than `limit` bytes.
+    /// The table cannot be split into rows from `line` on (everything after the quote would be one field), so reading
+    /// stops there; the rows before it were read.
+    /// - Parameters:
+    ///   - table: The table's path as given, or "standard input".
+    ///   - line: The line the quote opened on.
+    ///   - lastLine: The line reading stopped on (the table's last line, or where the field passed `limit`).
+    case openQuote(table: String, line: Int, lastLine: Int, limit: Int?)
+
+    /// Whether the table's own bytes are malformed (exit 65, `EX_DATAERR`), rather than the file unreadable or the
+    /// command line wrong.
+    public var isMalformed: Bool {
+        if case .openQuote = self { return true }
+        return false
+    }
 
     public var description: String {
         switch self {
@@ -20,6 +36,13 @@ public enum TableError: Error, Sendable, Equatable, CustomStringConvertible {
             return "the table has no column \"\(name)\"; name its column with \(option) (its columns: \(listed))"
         case let .unknownFormat(name):
             return "cannot tell the format of \(name); give --input-format txt|csv|tsv|jsonl"
+        case let .openQuote(table, line, lastLine, limit):
+            let what = if let limit {
+                "runs past \(TableReader.size(limit)) without closing (still open on line \(lastLine))"
+            } else {
+                "is still open at the end of the table (line \(lastLine))"
+            }
+            return "\(table): a quoted field opened on line \(line) \(what); close the quote or fix the row"
         }
     }
 }

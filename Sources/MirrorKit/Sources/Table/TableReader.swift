@@ -1,4 +1,3 @@
-import CSV
 import Foundation
 import MirrorCore
 import MirrorFetch
@@ -49,18 +48,43 @@ public struct TableColumns: Sendable, Hashable {
     }
 }
 
-/// Reads a table of URLs row by row, streaming: a 10-million-row file is never held whole, gzip or not.
+/// Reads a table of URLs row by row, as bytes, streaming: a 10-million-row file is never held whole, gzip or not, and
+/// neither is a line of any length.
 ///
-/// Text lists (one URL per line), CSV and TSV (with a header row; CSV.swift parses them) and JSONL (one object per
-/// line). A row that gives no URL (none in its column, not `http`/`https`, a line that is not JSON) is returned with
-/// its ``TableRow/Problem`` and its place, never thrown: the run counts it and goes on. A CSV that stops parsing
-/// (an unclosed quote) ends with one such row saying so.
+/// Text lists (one URL per line), CSV and TSV (with a header row) and JSONL (one object per line), split into rows by
+/// ``RecordScanner`` before anything is decoded, so row N of the table is key N whatever its encoding. A field's bytes
+/// are then read as text by `String(utf8OrWindows1252:)` (MirrorCore): UTF-8, each byte that is not part of valid UTF-8
+/// read as Windows-1252 (a caption keeps every character); a URL keeps its bytes (`String(urlBytes:)`: one that is not
+/// UTF-8 is sent percent-encoded as itself, `%E9`).
+///
+/// A row that gives no URL is returned with its ``TableRow/Problem`` and its place, never thrown: the run counts it and
+/// goes on. That includes a row or line longer than ``Limits/record`` (1 MiB; read to its end without being held), a
+/// URL longer than ``Limits/url`` (64 KiB), a JSONL line that is not UTF-8 (so not JSON) or nested deeper than
+/// ``Limits/jsonDepth``. A table that cannot be split into rows from some point on — a quoted field still open at the
+/// end of the table, or longer than ``Limits/record`` — throws ``TableError/openQuote(table:line:lastLine:limit:)``
+/// naming the line where the quote opened, after the rows before it.
 ///
 /// ```swift
 /// let reader = try TableReader(path: "urls.csv.gz", columns: TableColumns(keep: ["width"]))
 /// while let row = try reader.next() { … }
 /// ```
 public final class TableReader {
+    /// How much of a table one row may hold.
+    public struct Limits: Sendable, Hashable {
+        /// The longest row (a CSV or TSV record, a line of a text list or JSONL), and the longest quoted field: 1 MiB.
+        /// Far above any real row (LAION's longest captions are a few KB), and the most a row costs in memory.
+        public var record = 1 << 20
+        /// The longest URL: 64 KiB, eight times what Apache and nginx accept in a request line by default (8 KB; libcurl
+        /// takes up to 8 MB): a longer "URL" is a mistake in the table, not an image.
+        public var url = 64 << 10
+        /// The deepest nesting of arrays and objects in a JSONL line: 512, the bound of Foundation's JSON parser on
+        /// Linux (which accepts 512 and says only "not in the correct format" at 513), checked first so the row can
+        /// say why.
+        public var jsonDepth = 512
+
+        public init() {}
+    }
+
     /// The format being read.
     public let format: TableFormat
     /// The columns in use.
@@ -69,44 +93,50 @@ public final class TableReader {
     public private(set) var header: [String] = []
     /// Whether the file was gzip.
     public let isGzip: Bool
+    /// The bounds rows are read with.
+    public let limits: Limits
 
-    private let chunks: ByteChunks
-    private var csv: CSVReader?
-    private var stream: ChunkInputStream?
+    private let scanner: RecordScanner
     private var csvIndex: (url: Int, caption: Int?, keep: [Int]) = (0, nil, [])
     private var position = 0
-    private var lineNumber = 0
-    private var pending: [UInt8] = []
-    private var pendingOffset = 0
     private var finished = false
+
+    /// The most bytes of one row the reader held at once (not counting the 256 KiB chunk being read): bounded by
+    /// ``Limits/record`` whatever a line holds.
+    var peakHeldBytes: Int { scanner.peakHeldBytes }
 
     /// Opens a table.
     /// - Parameters:
     ///   - path: A file, or `-` for standard input.
     ///   - format: The format, or `nil` to take it from the name (`-` and names without a known extension are text).
     ///   - columns: Which columns hold what (CSV, TSV, JSONL).
-    /// - Throws: ``TableError`` when the file cannot be read, or a column named in `columns` is not in its header.
-    public init(path: String, format: TableFormat? = nil, columns: TableColumns = TableColumns()) throws(TableError) {
-        self.format = format ?? TableFormat(fileName: path) ?? .txt
+    ///   - limits: How much of the table one row may hold.
+    /// - Throws: ``TableError`` when the file cannot be read, its header row cannot (an open quote in it), or a column
+    ///   named in `columns` is not in its header.
+    public init(path: String, format: TableFormat? = nil, columns: TableColumns = TableColumns(), limits: Limits = Limits()) throws(TableError) {
+        let format = format ?? TableFormat(fileName: path) ?? .txt
+        self.format = format
         self.columns = columns
-        chunks = try ByteChunks(path: path)
+        self.limits = limits
+        let chunks = try ByteChunks(path: path)
         isGzip = chunks.isGzip
-        if self.format == .csv || self.format == .tsv { try openCSV() }
+        let syntax: RecordScanner.Syntax = switch format {
+        case .csv: .delimited(UInt8(ascii: ","))
+        case .tsv: .delimited(UInt8(ascii: "\t"))
+        case .txt, .jsonl: .lines
+        }
+        scanner = RecordScanner(chunks, syntax: syntax, recordLimit: limits.record, table: path == "-" ? "standard input" : path)
+        if format == .csv || format == .tsv { try readHeader() }
     }
 
-    private func openCSV() throws(TableError) {
-        let reader: CSVReader
-        let stream = ChunkInputStream(chunks)
-        self.stream = stream
-        do {
-            reader = try CSVReader(
-                stream: stream, codecType: UTF8.self, hasHeaderRow: true, trimFields: false,
-                delimiter: format == .tsv ? "\t" : ","
-            )
-        } catch {
-            throw .unreadable("it has no header row (\(error)); a \(format.rawValue) table starts with its column names")
+    private func readHeader() throws(TableError) {
+        guard try scanner.next() else {
+            throw .unreadable("it has no header row; a \(format.rawValue) table starts with its column names")
         }
-        let header = (reader.headerRow ?? []).map { $0.trimmingCharacters(in: .whitespaces) }
+        guard !scanner.isOverLimit else {
+            throw .unreadable("its header row is longer than \(Self.size(limits.record)); a \(format.rawValue) table starts with its column names")
+        }
+        let header = (0..<scanner.fieldCount).map { String(utf8OrWindows1252: scanner.field($0)).trimmingCharacters(in: .whitespaces) }
         self.header = header
         func index(_ name: String, option: String) throws(TableError) -> Int {
             guard let index = header.firstIndex(of: name) else {
@@ -124,66 +154,87 @@ public final class TableReader {
         var keep: [Int] = []
         for name in columns.keep { keep.append(try index(name, option: "--keep-cols")) }
         csvIndex = (url, caption, keep)
-        csv = reader
     }
 
     /// The next row, or `nil` at the end of the table.
-    /// - Throws: ``TableError/unreadable(_:)`` when reading fails (an I/O error, corrupt gzip data).
+    /// - Throws: ``TableError/unreadable(_:)`` when reading fails (an I/O error, corrupt gzip data);
+    ///   ``TableError/openQuote(table:line:lastLine:limit:)`` at a quoted field that never closes. Either ends the table:
+    ///   the next call returns `nil`.
     public func next() throws(TableError) -> TableRow? {
         guard !finished else { return nil }
-        switch format {
-        case .csv, .tsv: return try nextCSVRow()
-        case .txt, .jsonl:
-            while let line = try nextLine() {
-                lineNumber += 1
-                if let row = try row(fromLine: line) { return row }
+        do {
+            while try scanner.next() {
+                let row = switch format {
+                case .csv, .tsv: delimitedRow()
+                case .txt: textRow()
+                case .jsonl: jsonRow()
+                }
+                if let row { return row }
             }
+        } catch {
             finished = true
-            return nil
+            throw error
         }
+        finished = true
+        return nil
     }
 
     // MARK: CSV, TSV
 
-    private func nextCSVRow() throws(TableError) -> TableRow? {
-        guard let csv else { return nil }
-        guard let fields = csv.next() else {
-            finished = true
-            if let error = stream?.streamError as? TableError { throw error }
-            if let error = csv.error {
-                // CSV.swift stops at the first field it cannot parse: report it once, as the row it stopped at.
-                return makeRow(url: .failure(.init(reason: "the \(format.rawValue) does not parse from here on (\(error)); the rest of the table is skipped")))
-            }
-            return nil
+    private func delimitedRow() -> TableRow? {
+        guard !scanner.isOverLimit else {
+            return makeRow(url: .failure(.init(reason: "the row is longer than \(Self.size(limits.record)) (it starts on line \(scanner.recordLine))")))
         }
-        if fields.count == 1, fields[0].isEmpty { return try nextCSVRow() }  // a blank line
-        func field(_ index: Int) -> String? { index < fields.count ? fields[index] : nil }
-        let raw = field(csvIndex.url)?.trimmingSpaces() ?? ""
-        let caption = csvIndex.caption.flatMap(field)
+        let count = scanner.fieldCount
+        if count == 1, scanner.field(0).isEmpty { return nil }  // a blank line
+        func field(_ index: Int) -> ArraySlice<UInt8>? { index < count ? scanner.field(index) : nil }
+        let url = parseURL(field(csvIndex.url).map(String.init(urlBytes:))?.trimmingSpaces() ?? "")
+        let caption = csvIndex.caption.flatMap(field).map(String.init(utf8OrWindows1252:))
         let kept = zip(columns.keep, csvIndex.keep).map { name, index in
-            KeptColumn(name: name, json: field(index).map(Self.json) ?? "null")
+            KeptColumn(name: name, json: field(index).map { Self.json(String(utf8OrWindows1252: $0)) } ?? "null")
         }
-        return makeRow(url: Self.parseURL(raw), caption: caption, columns: kept)
+        return makeRow(url: url, caption: caption, columns: kept)
     }
 
     // MARK: Text, JSONL
 
-    private func row(fromLine bytes: ArraySlice<UInt8>) throws(TableError) -> TableRow? {
-        var line = String(decoding: bytes, as: UTF8.self)
-        if line.hasSuffix("\r") { line.removeLast() }
+    /// The current line's bytes without a trailing CR.
+    private func lineBytes() -> ArraySlice<UInt8> {
+        let bytes = scanner.field(0)
+        return bytes.last == UInt8(ascii: "\r") ? bytes.dropLast() : bytes
+    }
+
+    private func textRow() -> TableRow? {
+        guard !scanner.isOverLimit else {
+            return makeRow(url: .failure(.init(reason: "the line is longer than \(Self.size(limits.record))")))
+        }
+        let trimmed = String(urlBytes: lineBytes()).trimmingSpaces()
+        if trimmed.isEmpty || trimmed.hasPrefix("#") { return nil }
+        let first = String(trimmed.split(whereSeparator: { $0 == " " || $0 == "\t" }).first ?? "")
+        return makeRow(url: parseURL(first))
+    }
+
+    private func jsonRow() -> TableRow? {
+        guard !scanner.isOverLimit else {
+            return makeRow(url: .failure(.init(reason: "the line is longer than \(Self.size(limits.record))")))
+        }
+        let bytes = lineBytes()
+        guard let line = String(validating: bytes, as: UTF8.self) else {
+            let offset = String.firstInvalidUTF8(in: bytes) ?? 0
+            let byte = bytes[bytes.startIndex + offset]
+            return makeRow(url: .failure(.init(reason: "not UTF-8, so not JSON (byte 0x\(String(byte, radix: 16, uppercase: true)) at column \(offset + 1))")))
+        }
         let trimmed = line.trimmingSpaces()
         if trimmed.isEmpty { return nil }
-        if format == .txt {
-            if trimmed.hasPrefix("#") { return nil }
-            let first = String(trimmed.split(whereSeparator: { $0 == " " || $0 == "\t" }).first ?? "")
-            return makeRow(url: Self.parseURL(first))
+        guard !Self.nesting(of: trimmed.utf8, exceeds: limits.jsonDepth) else {
+            return makeRow(url: .failure(.init(reason: "JSON nested deeper than \(limits.jsonDepth) arrays and objects")))
         }
         guard let object = (try? JSONSerialization.jsonObject(with: Data(trimmed.utf8))) as? [String: Any] else {
             return makeRow(url: .failure(.init(reason: "not a JSON object: \(trimmed.prefix(80))")))
         }
         let url: Result<URL, TableRow.Problem>
         switch object[columns.url] {
-        case let text as String: url = Self.parseURL(text.trimmingSpaces())
+        case let text as String: url = parseURL(text.trimmingSpaces())
         case nil, is NSNull: url = .failure(.init(reason: "no \"\(columns.url)\" field"))
         default: url = .failure(.init(reason: "\"\(columns.url)\" is not a string"))
         }
@@ -192,45 +243,71 @@ public final class TableReader {
         return makeRow(url: url, caption: caption, columns: kept)
     }
 
-    /// The next line's bytes (without its newline), or `nil` at the end.
-    private func nextLine() throws(TableError) -> ArraySlice<UInt8>? {
-        var carried: [UInt8] = []
-        while true {
-            if pendingOffset < pending.count {
-                if let newline = pending[pendingOffset...].firstIndex(of: 0x0A) {
-                    let slice = pending[pendingOffset..<newline]
-                    pendingOffset = newline + 1
-                    if carried.isEmpty { return slice }
-                    carried.append(contentsOf: slice)
-                    return carried[...]
+    /// Whether JSON `text` nests arrays and objects deeper than `limit` (brackets inside strings not counted).
+    static func nesting(of text: String.UTF8View, exceeds limit: Int) -> Bool {
+        var depth = 0
+        var inString = false
+        var escaped = false
+        for byte in text {
+            if inString {
+                if escaped {
+                    escaped = false
+                } else if byte == UInt8(ascii: "\\") {
+                    escaped = true
+                } else if byte == UInt8(ascii: "\"") {
+                    inString = false
                 }
-                carried.append(contentsOf: pending[pendingOffset...])
+                continue
             }
-            guard let chunk = try chunks.next() else {
-                pending = []
-                pendingOffset = 0
-                return carried.isEmpty ? nil : carried[...]
+            switch byte {
+            case UInt8(ascii: "\""): inString = true
+            case UInt8(ascii: "["), UInt8(ascii: "{"):
+                depth += 1
+                if depth > limit { return true }
+            case UInt8(ascii: "]"), UInt8(ascii: "}"): depth -= 1
+            default: break
             }
-            pending = chunk
-            pendingOffset = 0
         }
+        return false
     }
 
     // MARK: Rows
 
     private func makeRow(url: Result<URL, TableRow.Problem>, caption: String? = nil, columns: [KeptColumn] = []) -> TableRow {
         defer { position += 1 }
-        let place = format.hasColumns && format != .jsonl ? "row \(position + 1)" : "line \(lineNumber)"
+        let place = format.hasColumns && format != .jsonl ? "row \(position + 1)" : "line \(scanner.recordLine)"
         return TableRow(position: position, place: place, url: url, caption: caption, columns: columns)
     }
 
-    private static func parseURL(_ text: String) -> Result<URL, TableRow.Problem> {
+    private func parseURL(_ text: String) -> Result<URL, TableRow.Problem> {
         guard !text.isEmpty else { return .failure(.init(reason: "no URL")) }
+        let length = text.utf8.count
+        guard length <= limits.url else {
+            return .failure(.init(reason: "the URL is longer than \(Self.size(limits.url)) (\(Self.grouped(length)) bytes)"))
+        }
         guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
               let host = url.host, !host.isEmpty else {
             return .failure(.init(reason: "not an http(s) URL: \(text.prefix(200))"))
         }
         return .success(url)
+    }
+
+    /// `1 MiB`, `64 KiB`, or `N bytes`.
+    static func size(_ bytes: Int) -> String {
+        if bytes >= 1 << 20, bytes % (1 << 20) == 0 { return "\(bytes >> 20) MiB" }
+        if bytes >= 1 << 10, bytes % (1 << 10) == 0 { return "\(bytes >> 10) KiB" }
+        return "\(bytes) bytes"
+    }
+
+    /// `102,415`.
+    private static func grouped(_ number: Int) -> String {
+        var digits = String(number)
+        var index = digits.endIndex
+        while digits.distance(from: digits.startIndex, to: index) > 3 {
+            index = digits.index(index, offsetBy: -3)
+            digits.insert(",", at: index)
+        }
+        return digits
     }
 
     private static func text(_ value: Any) -> String? {
