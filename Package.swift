@@ -54,10 +54,11 @@ let package = Package(
         .systemLibrary(name: "CZlib", providers: [.apt(["zlib1g-dev"])]),
         // glibc's malloc_trim, which the Glibc module does not import (the CLI's MemoryPolicy).
         .systemLibrary(name: "CSyscalls"),
-        // The leaf every layer may use: `Locked` (the package's one lock) and the version.
-        .target(name: "MirrorBase"),
+        // The package's one lock, `Locked`: a target with no dependency at all, so that every layer can use it, the
+        // transport included (which everything else is built on).
+        .target(name: "MirrorSync"),
         // HTTP over libcurl: driver threads, transfers, responses, typed errors, the one Retry-After parser.
-        .target(name: "MirrorTransport", dependencies: ["MirrorBase", "CCurl"]),
+        .target(name: "MirrorTransport", dependencies: ["MirrorSync", "CCurl"]),
         // Image bytes: format sniffing, header dimensions, completeness. No dependencies, so it can be fuzzed alone.
         .target(name: "MirrorImages"),
         // MirrorKit's layers, bottom to top, as targets the compiler keeps honest (ARCHITECTURE.md): what crosses them is
@@ -66,7 +67,7 @@ let package = Package(
         .target(
             name: "MirrorCore",
             dependencies: [
-                "MirrorBase",
+                "MirrorSync",
                 "CSyscalls",  // AtomicFile's rename without replace
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -76,7 +77,7 @@ let package = Package(
         .target(
             name: "MirrorStorage",
             dependencies: [
-                "MirrorBase",
+                "MirrorSync",
                 "MirrorCore",
                 "MirrorTransport",
                 "MirrorImages",
@@ -90,7 +91,7 @@ let package = Package(
         .target(
             name: "MirrorFetch",
             dependencies: [
-                "MirrorBase",
+                "MirrorSync",
                 "MirrorCore",
                 "MirrorStorage",
                 "MirrorTransport",
@@ -104,13 +105,13 @@ let package = Package(
             ]
         ),
         // Searching: one file per API's provider, the API client, the paginator and the feed. No CSV, no gzip.
-        .target(name: "MirrorSearch", dependencies: ["MirrorBase", "MirrorCore", "MirrorStorage", "MirrorTransport"]),
+        .target(name: "MirrorSearch", dependencies: ["MirrorSync", "MirrorCore", "MirrorStorage", "MirrorTransport"]),
         // The jobs: sources (the search feed, URL tables), the one pipeline, the jobs, the gallery; re-exports the layers
         // below, so that `import MirrorKit` is the library's whole API.
         .target(
             name: "MirrorKit",
             dependencies: [
-                "MirrorBase",
+                "MirrorSync",
                 "MirrorCore",
                 "MirrorStorage",
                 "MirrorFetch",
@@ -124,7 +125,7 @@ let package = Package(
             name: "mirror",
             dependencies: [
                 "MirrorKit",
-                "MirrorBase",  // Locked
+                "MirrorSync",  // Locked
                 "MirrorTransport",  // status's own driver
                 "CSyscalls",  // MemoryPolicy
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -135,7 +136,7 @@ let package = Package(
         .target(
             name: "MirrorTestSupport",
             dependencies: [
-                "MirrorBase",  // Locked
+                "MirrorSync",  // Locked
                 "CImageLibraries",  // crafted and ordinary images to serve
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -146,18 +147,18 @@ let package = Package(
         .executableTarget(name: "mirror-bench-index", dependencies: ["MirrorCore", "MirrorImages", "MirrorStorage"]),  // times --dedup near's lookup at scale
         // Serves the APIEmulator on loopback for hand runs and scripts/demo; prints MIRROR_*_ENDPOINT and key variables.
         .executableTarget(name: "mirror-emulator", dependencies: ["MirrorTestSupport"]),
-        .testTarget(name: "MirrorTransportTests", dependencies: ["MirrorBase", "MirrorTransport", "MirrorTestSupport"]),
+        .testTarget(name: "MirrorTransportTests", dependencies: ["MirrorSync", "MirrorTransport", "MirrorTestSupport"]),
         .testTarget(name: "MirrorImagesTests", dependencies: ["MirrorImages"], resources: [.copy("Samples")]),
         .testTarget(
             name: "MirrorKitTests",
             dependencies: [
-                "MirrorBase", "MirrorKit", "MirrorCore", "MirrorStorage", "MirrorFetch", "MirrorSearch", "MirrorTestSupport", "CCodecs",
+                "MirrorSync", "MirrorKit", "MirrorCore", "MirrorStorage", "MirrorFetch", "MirrorSearch", "MirrorTestSupport", "CCodecs",
                 "CCodecsTesting", "CImageLibraries",
             ],
             resources: [.copy("Fixtures")]
         ),
         .testTarget(name: "MirrorTestSupportTests", dependencies: ["MirrorTestSupport"]),
-        .testTarget(name: "mirrorTests", dependencies: ["MirrorBase", "MirrorTransport", "MirrorTestSupport"]),
+        .testTarget(name: "mirrorTests", dependencies: ["MirrorSync", "MirrorTransport", "MirrorTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

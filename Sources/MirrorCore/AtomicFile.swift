@@ -1,6 +1,6 @@
 import CSyscalls
 import Foundation
-import MirrorBase
+import MirrorSync
 
 /// Files that appear whole or not at all: a temporary file in the destination folder, filled,
 /// synced, then linked into place under a name that must not exist yet.

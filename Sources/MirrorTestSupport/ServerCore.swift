@@ -1,5 +1,5 @@
 import Foundation
-import MirrorBase
+import MirrorSync
 import NIOCore
 
 /// Everything the connection handlers and ``TestServer`` share: routes, latency, open channels and counters,

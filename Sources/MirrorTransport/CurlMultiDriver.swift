@@ -1,6 +1,6 @@
 import CCurl
 import Foundation
-import MirrorBase
+import MirrorSync
 
 /// Runs HTTP transfers on driver threads, each of which drives a libcurl multi handle (one thread unless asked for
 /// more: ``threadCount(forConcurrency:)``).

@@ -1,6 +1,6 @@
 import CCurl
 import Foundation
-import MirrorBase
+import MirrorSync
 
 extension MirrorVersion {
     /// The default `User-Agent`: `mirror/<version> libcurl/<version>`.

@@ -1,5 +1,5 @@
 import Foundation
-import MirrorBase
+import MirrorSync
 
 /// Something that can be cancelled from any thread; cancelling twice, or after the work ended, does nothing.
 public protocol Cancellable: Sendable {

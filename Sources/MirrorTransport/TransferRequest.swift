@@ -1,5 +1,5 @@
 import Foundation
-import MirrorBase
+import MirrorSync
 
 /// One HTTP request for the multi driver: what to fetch, with which limits, and where the body goes.
 ///

@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import MirrorBase
+import MirrorSync
 
 /// A set of strings — each kept as its 128-bit ``Fingerprint`` — with an optional value each, in a SQLite file for
 /// one run: what a run remembers when a table of millions of rows would not fit a `Set` in flat memory.

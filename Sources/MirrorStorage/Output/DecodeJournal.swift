@@ -1,5 +1,5 @@
 import Foundation
-import MirrorBase
+import MirrorSync
 import MirrorCore
 import MirrorTransport
 

@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import MirrorBase
+import MirrorSync
 import MirrorCore
 
 /// What each origin's site files said (its robots.txt and TDMRep file, as the download layer encodes them), kept in an

@@ -1,5 +1,5 @@
 import Foundation
-import MirrorBase
+import MirrorSync
 
 /// Emulates the eight image search APIs `mirror` speaks (Openverse, Wikimedia Commons, Flickr, Giphy, Google
 /// Custom Search, Pexels, Unsplash, Pixabay) on a ``TestServer``, with an image host on the same server.

@@ -1,5 +1,5 @@
 import Foundation
-import MirrorBase
+import MirrorSync
 
 /// Resources kept for reuse from one transfer or image to the next (byte buffers, libcurl easy handles): a fresh one
 /// costs allocations and setup every time, a reused one nothing. At most ``limit`` are kept; more are discarded when

@@ -1,5 +1,5 @@
 import Foundation
-import MirrorBase
+import MirrorSync
 import MirrorKit
 
 /// Shows a run's progress on stderr: a live status line on a terminal, one plain line per event

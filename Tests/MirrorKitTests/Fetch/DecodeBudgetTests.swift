@@ -1,6 +1,6 @@
 import CImageLibraries
 import Foundation
-import MirrorBase
+import MirrorSync
 import MirrorCore
 @testable import MirrorFetch
 import MirrorImages

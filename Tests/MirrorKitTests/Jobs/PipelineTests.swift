@@ -1,5 +1,5 @@
 import Crypto
-import MirrorBase
+import MirrorSync
 import Foundation
 @testable import MirrorCore
 @testable import MirrorFetch

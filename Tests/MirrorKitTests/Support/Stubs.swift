@@ -1,6 +1,6 @@
 import Crypto
 import Foundation
-import MirrorBase
+import MirrorSync
 @testable import MirrorCore
 @testable import MirrorFetch
 import MirrorImages

@@ -1,5 +1,5 @@
 import Foundation
-import MirrorBase
+import MirrorSync
 @testable import MirrorCore
 @testable import MirrorFetch
 @testable import MirrorKit
