@@ -21,47 +21,24 @@ struct Mirror: AsyncParsableCommand {
         defaultSubcommand: Search.self
     )
 
+    /// argument-parser's `main`, after the two things it cannot do (`Invocation`): the process's settings, and the
+    /// arguments with the configuration file's defaults and a bare `--retry-failed` made explicit; and with a hint when
+    /// a subcommand's name was meant as a search.
     static func main() async {
-        // A write beyond RLIMIT_FSIZE must fail with EFBIG (reported as a full disk, exit 1) rather than
-        // kill the process with SIGXFSZ (whose default action is to terminate it, leaving no message).
-        signal(SIGXFSZ, SIG_IGN)
-        // glibc's resolver resends a lost query after `timeout` seconds, doubling it each try: 5 s by default, so under
-        // a burst of new names one dropped UDP answer stalls its row 5 s (a local dnsmasq lost answers to 64 names at
-        // once and the run waited on those time-outs). Resent after 1, 2 and 4 s instead (7 s before it gives up, half
-        // the default's 15: a cold recursive look-up still has time). Set before any thread resolves a name; an
-        // administrator's own RES_OPTIONS wins.
-        setenv("RES_OPTIONS", "timeout:1 attempts:3", 0)
-        MemoryPolicy.apply()
-        // Defaults from the configuration file and MIRROR_* variables go in before the command line's own.
-        var arguments: [String]
+        Invocation.prepareProcess()
+        let arguments = Invocation.arguments()
         do {
-            arguments = try Settings.apply(to: Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment)
-        } catch let problem as Settings.Problem {
-            printError(problem.description)
-            Glibc.exit((problem.isUsage ? ExitStatus.usage : ExitStatus.configuration).rawValue)
-        } catch {
-            printError("\(error)")
-            Glibc.exit(ExitStatus.configuration.rawValue)
-        }
-        arguments = Urls.normalizingRetryFailed(arguments)
-        // Parsed once: a parse reflects over every option (2.4 ms of a one-row table's 23 ms of CPU).
-        var command: any ParsableCommand
-        do {
-            command = try parseAsRoot(arguments)
+            var command = try parseAsRoot(arguments)
+            if var asynchronous = command as? any AsyncParsableCommand {
+                try await asynchronous.run()
+            } else {
+                try command.run()
+            }
         } catch {
             if let hint = searchHint(for: arguments, problem: error) {
                 printError(hint)
                 Glibc.exit(ExitStatus.usage.rawValue)
             }
-            exit(withError: error)
-        }
-        do {
-            if var command = command as? any AsyncParsableCommand {
-                try await command.run()
-            } else {
-                try command.run()
-            }
-        } catch {
             exit(withError: error)
         }
     }

@@ -5,7 +5,7 @@ import MirrorKit
 /// `mirror urls`'s dataset options: the output format, resizing, filters, and the site files (robots.txt, TDMRep).
 struct DatasetOptions: ParsableArguments {
     @Option(help: "What to write: folder (files and manifest.jsonl) or webdataset (tar shards with records and stats).")
-    var format = "folder"
+    var format: OutputFormat = .folder
 
     @Option(help: "Table rows per WebDataset shard.")
     var shardSize = 10_000
@@ -14,7 +14,7 @@ struct DatasetOptions: ParsableArguments {
     var ignoreRobots = false
 
     @Option(help: "Resize saved images: no, keep-ratio (longer side = --size), center-crop (square) or pad (square, black borders).")
-    var resize = "no"
+    var resize: ImageTransform.Fit = .no
 
     @Option(help: "The size --resize fits images to, in pixels.")
     var size = 256
@@ -26,7 +26,7 @@ struct DatasetOptions: ParsableArguments {
         "The format written: keep (as downloaded), jpeg, png or webp (default: jpeg for webdataset, keep for folder).",
         discussion: "Images already in that format and not resized are stored as served."
     ))
-    var encode: String?
+    var encode: ImageTransform.Encoding?
 
     @Option(help: "JPEG and WebP quality, 1-100.")
     var quality = 95
@@ -44,14 +44,7 @@ struct DatasetOptions: ParsableArguments {
     var maxAspectRatio: Double?
 
     func validate() throws {
-        guard ["folder", "webdataset"].contains(format) else {
-            throw ValidationError("--format must be folder or webdataset")
-        }
         guard shardSize >= 1 else { throw ValidationError("--shard-size must be at least 1") }
-        guard ImageTransform.Fit(rawValue: resize) != nil else {
-            throw ValidationError("--resize must be no, keep-ratio, center-crop or pad")
-        }
-        if let encode, ImageTransform.Encoding(rawValue: encode) == nil { throw ValidationError("--encode must be keep, jpeg, png or webp") }
         guard (1...100).contains(quality) else { throw ValidationError("--quality must be 1 to 100") }
         guard (1...65_535).contains(size) else { throw ValidationError("--size must be 1 to 65535") }
         guard decodeMemory.bytes >= 16 << 20 else { throw ValidationError("--decode-memory must be at least 16MiB") }
@@ -60,11 +53,11 @@ struct DatasetOptions: ParsableArguments {
 
     /// Sets the job's format, transform, filter and consent from the options.
     func apply(to configuration: inout URLListJob.Configuration) {
-        configuration.format = format == "webdataset" ? .webDataset(shardSize: shardSize) : .folder
+        configuration.format = format == .webdataset ? .webDataset(shardSize: shardSize) : .folder
         if ignoreRobots { configuration.consent.ignored.insert(.robots) }
         let transform = ImageTransform(
-            fit: ImageTransform.Fit(rawValue: resize) ?? .no, size: size, onlyIfBigger: resizeOnlyIfBigger,
-            encoding: encode.flatMap(ImageTransform.Encoding.init) ?? ImageTransform.Encoding.default(for: configuration.format), quality: quality,
+            fit: resize, size: size, onlyIfBigger: resizeOnlyIfBigger,
+            encoding: encode ?? ImageTransform.Encoding.default(for: configuration.format), quality: quality,
             memoryLimit: Int(clamping: decodeMemory.bytes)
         )
         configuration.transform = transform.isIdentity ? nil : transform

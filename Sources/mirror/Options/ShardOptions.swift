@@ -15,10 +15,9 @@ struct ShardOptions: ParsableArguments {
     var shards: Int?
 
     @Option(help: "How rows are shared: row (blocks of --shard-size rows, round robin) or host (every row of a host to one copy, so per-host limits and robots.txt hold across the cluster).")
-    var shardBy = "row"
+    var shardBy: WorkShard.Split = .row
 
     func validate() throws {
-        guard WorkShard.Split(rawValue: shardBy) != nil else { throw ValidationError("--shard-by must be row or host") }
         if let shard, WorkShard.parse(shard) == nil {
             throw ValidationError("--shard \(shard): give I/N with 0 ≤ I < N, e.g. --shard 0/4")
         }
@@ -27,7 +26,7 @@ struct ShardOptions: ParsableArguments {
 
     /// The share this copy takes, and a line saying where it came from (printed unless --quiet); `nil` for the whole job.
     func resolve(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> (WorkShard, String)? {
-        let split = WorkShard.Split(rawValue: shardBy) ?? .row
+        let split = shardBy
         if let shard, let parsed = WorkShard.parse(shard, split: split) {
             return (parsed, "--shard \(shard)")
         }

@@ -26,7 +26,7 @@ struct Search: AsyncParsableCommand {
     var uniqueAcrossQueries = false
 
     @Option(help: "What is a duplicate of a saved image: near (the same picture resized, re-encoded or trimmed, by its PDQ hash; the default), exact (the same bytes) or none.")
-    var dedup: String = "near"
+    var dedup: Deduplication = .near(NearDuplicatePolicy())
 
     @Option(help: "How many images the folder (with --queries: each query's subfolder) should hold (1–100000).")
     var count: Int
@@ -73,7 +73,6 @@ struct Search: AsyncParsableCommand {
     var queryText: String { query.joined(separator: " ").trimmingCharacters(in: .whitespaces) }
 
     func validate() throws {
-        guard Deduplication(name: dedup) != nil else { throw ValidationError("--dedup takes near, exact or none, not '\(dedup)'") }
         if queries != nil {
             guard queryText.isEmpty else { throw ValidationError("Give a query or --queries FILE, not both.") }
             guard !dryRun else { throw ValidationError("--dry-run takes one query, not --queries.") }
@@ -84,7 +83,7 @@ struct Search: AsyncParsableCommand {
                 throw ValidationError("--shard shares the queries of --queries FILE among copies; one query is one copy's work.")
             }
         }
-        guard sharding.shardBy == "row" else { throw ValidationError("--shard-by is for mirror urls: --queries are shared one query at a time.") }
+        guard sharding.shardBy == .row else { throw ValidationError("--shard-by is for mirror urls: --queries are shared one query at a time.") }
         guard (1...100_000).contains(count) else { throw ValidationError("--count must be between 1 and 100000.") }
         if let pages, pages < 1 { throw ValidationError("--pages must be at least 1.") }
         guard (0...10).contains(apiRetries) else { throw ValidationError("--api-retries must be between 0 and 10.") }
@@ -129,7 +128,7 @@ struct Search: AsyncParsableCommand {
         configuration.providers = providerNames
         configuration.endpoint = endpoint.flatMap(URL.init(string:))
         configuration.pageLimit = pages
-        configuration.deduplication = Deduplication(name: dedup) ?? configuration.deduplication
+        configuration.deduplication = dedup
         let formats = try formats()
         if minWidth > 0 || minHeight > 0 || formats != nil {
             configuration.filter = ImageFilter(minimumWidth: minWidth, minimumHeight: minHeight, formats: formats)

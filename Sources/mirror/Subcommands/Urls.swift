@@ -31,7 +31,7 @@ struct Urls: AsyncParsableCommand {
     var list: String
 
     @Option(help: "The table's format when its name does not say: txt, csv, tsv or jsonl (gzip is detected by content).")
-    var inputFormat: String?
+    var inputFormat: TableFormat?
 
     @Option(help: "The column (or JSON field) holding the image URL.")
     var urlCol = "url"
@@ -52,10 +52,10 @@ struct Urls: AsyncParsableCommand {
         "Download again the rows that failed on an earlier run: transient (timeouts, refused connections, DNS, 5xx, 429; the default when no value follows) or all.",
         valueName: "transient|all"
     ))
-    var retryFailed: String?
+    var retryFailed: RetryFailed?
 
     @Option(help: "What is a duplicate of a saved image: exact (the same bytes; the default: a row is a row), near (also the same picture resized, re-encoded or trimmed, by its PDQ hash) or none.")
-    var dedup: String = "exact"
+    var dedup: Deduplication = .exact
 
     @OptionGroup var dataset: DatasetOptions
     @OptionGroup(title: "What the owner reserved") var consent: ConsentOptions
@@ -71,13 +71,9 @@ struct Urls: AsyncParsableCommand {
     @OptionGroup var outputOptions: OutputOptions
 
     func validate() throws {
-        guard Deduplication(name: dedup) != nil else { throw ValidationError("--dedup takes exact, near or none, not '\(dedup)'") }
-        if let retryFailed, RetryFailed(rawValue: retryFailed) == nil {
-            throw ValidationError("--retry-failed takes transient or all, not '\(retryFailed)'")
-        }
         if output.lowercased().hasPrefix("s3://") {
             guard S3Location(output) != nil else { throw ValidationError("--out \(output): give s3://BUCKET/PREFIX") }
-            guard dataset.format == "webdataset" else {
+            guard dataset.format == .webdataset else {
                 throw ValidationError("--out s3://… takes --format webdataset: a folder is files and an appended manifest, which object storage cannot hold")
             }
             guard !outputOptions.gallery else { throw ValidationError("--gallery reads a local folder: run mirror gallery on a copy of the shards") }
@@ -95,7 +91,7 @@ struct Urls: AsyncParsableCommand {
             printError("\(error)")
             throw ExitStatus.usage.exitCode
         }
-        let isWebDataset = dataset.format == "webdataset"
+        let isWebDataset = dataset.format == .webdataset
         let table: TableSource
         do {
             table = TableSource(try openTable(), shard: share?.0, blockSize: isWebDataset ? dataset.shardSize : 1)
@@ -128,8 +124,8 @@ struct Urls: AsyncParsableCommand {
         var configuration = URLListJob.Configuration(directory: directory)
         configuration.shard = share?.0
         configuration.objectStore = objectStore
-        configuration.retryFailed = retryFailed.flatMap(RetryFailed.init(rawValue:))
-        configuration.deduplication = Deduplication(name: dedup) ?? .exact
+        configuration.retryFailed = retryFailed
+        configuration.deduplication = dedup
         network.apply(to: &configuration.downloads)
         configuration.isSyncEnabled = !outputOptions.noFsync
         configuration.consent = consent.policy
@@ -149,17 +145,12 @@ struct Urls: AsyncParsableCommand {
     }
 
     private func openTable() throws(TableError) -> TableReader {
-        var format: TableFormat?
-        if let name = inputFormat {
-            guard let given = TableFormat(rawValue: name.lowercased()) else { throw .unknownFormat("--input-format \(name)") }
-            format = given
-        }
         var columns = TableColumns(url: urlCol, caption: captionCol)
         columns.keep = (keepCols ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         if let clash = columns.keep.first(where: ManifestRecord.Field.reservedNames.contains) {
             throw .unreadable("--keep-cols \(clash): a record already has a field of that name; rename the column in the table")
         }
-        return try TableReader(path: list, format: format, columns: columns)
+        return try TableReader(path: list, format: inputFormat, columns: columns)
     }
 
     private func report(_ summary: URLListJob.Summary, interrupted: Bool) {

@@ -9,8 +9,6 @@ public enum TableError: Error, Sendable, Equatable, CustomStringConvertible {
     case unreadable(String)
     /// A column named on the command line is not in the table's header.
     case missingColumn(option: String, name: String, columns: [String])
-    /// The format cannot be told from the name and was not given.
-    case unknownFormat(String)
     /// A quoted field that never closes: still open at the end of the table (`limit` nil), or longer than `limit` bytes.
     /// The table cannot be split into rows from `line` on (everything after the quote would be one field), so reading
     /// stops there; the rows before it were read.
@@ -34,8 +32,6 @@ public enum TableError: Error, Sendable, Equatable, CustomStringConvertible {
         case let .missingColumn(option, name, columns):
             let listed = columns.prefix(20).joined(separator: ", ")
             return "the table has no column \"\(name)\"; name its column with \(option) (its columns: \(listed))"
-        case let .unknownFormat(name):
-            return "cannot tell the format of \(name); give --input-format txt|csv|tsv|jsonl"
         case let .openQuote(table, line, lastLine, limit):
             let what = if let limit {
                 "runs past \(TableReader.size(limit)) without closing (still open on line \(lastLine))"
