@@ -407,7 +407,7 @@ extension Pipeline {
                 onEvent(.filtered(candidate, reason))
             case let .failure(.transformFailed(error)):
                 settle(candidate, as: .failed(reason: error.reasonKey, message: error.description, isTransient: false))
-                onEvent(.notice("\(error.description): \(candidate.url.absoluteString)"))
+                onEvent(.notice("\(error.description): \(candidate.url.displayed)"))
             case let .failure(error):
                 let outcome = SettledOutcome.failed(reason: error.reasonKey, message: error.description, isTransient: error.isTransient)
                 if case let .filesystem(fileError) = error, fileError.isFatal {

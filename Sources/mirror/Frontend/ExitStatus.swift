@@ -24,9 +24,10 @@ enum ExitStatus: Int32 {
     var exitCode: ExitCode { ExitCode(rawValue) }
 }
 
-/// Prints a one-line error to stderr in the tool's voice.
+/// Prints a one-line error to stderr in the tool's voice, each line cut to ``MessageLimit/line`` characters: an error
+/// may quote a URL, a table's value or a server's words, and none of them makes a message of megabytes.
 func printError(_ message: String) {
-    FileHandle.standardError.write(Data("mirror: error: \(message)\n".utf8))
+    FileHandle.standardError.write(Data("mirror: error: \(message.cuttingLines(to: MessageLimit.line))\n".utf8))
 }
 
 /// Maps a library error to its one-line message and exit status.
@@ -57,3 +58,4 @@ func describe(_ error: any Error) -> (message: String, status: ExitStatus) {
         return (String(describing: error), .failure)
     }
 }
+

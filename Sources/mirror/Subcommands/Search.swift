@@ -313,7 +313,7 @@ struct Search: AsyncParsableCommand {
             text += String(format: " in %.1fs", summary.seconds)
             let failed = summary.providerStatus.filter { $0.status == .failed }
             if !failed.isEmpty {
-                text += "; " + failed.map(\.phrase).joined(separator: "; ")
+                text += "; " + failed.map { $0.phrase.cut(to: MessageLimit.line / 4) }.joined(separator: "; ")
             }
             if summary.interrupted {
                 text += "; interrupted: run the same command again to continue"

@@ -141,7 +141,7 @@ struct Urls: AsyncParsableCommand {
                 switch event {
                 case let .saved(record, source): renderer.saved(record, source: source)
                 case let .failed(url, error): renderer.failed(url, error.description)
-                case let .duplicate(url, existing): renderer.note("duplicate of \(existing): \(ProgressRenderer.redacted(url))")
+                case let .duplicate(url, existing): renderer.note("duplicate of \(existing.cut(to: MessageLimit.url)): \(ProgressRenderer.redacted(url))")
                 case let .nearDuplicate(url, existing, distance):
                     renderer.note("looks the same as \(existing) (PDQ distance \(distance)): \(ProgressRenderer.redacted(url))")
                 case .skipped: break
