@@ -59,3 +59,14 @@ func describe(_ error: any Error) -> (message: String, status: ExitStatus) {
     }
 }
 
+/// The folder the user named with `--out` (or `--state-dir`), a symbolic link resolved to the folder it leads to
+/// (``OutputPath``); a link that leads nowhere useful is one line saying what it is, and exit 1, as an output path
+/// that is a file is.
+func outputFolder(_ path: String) throws -> URL {
+    do {
+        return try OutputPath.resolve(path)
+    } catch {
+        printError(describe(error).message)
+        throw ExitStatus.failure.exitCode
+    }
+}

@@ -113,19 +113,16 @@ public final class ShardSink: ImageSink {
     public init(configuration: Configuration) throws {
         self.configuration = configuration
         let directory = configuration.directory
-        do {
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        } catch {
-            throw FileError(operation: "create", path: directory.path, code: (error as NSError).code == NSFileWriteFileExistsError ? ENOTDIR : EACCES)
-        }
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: directory.path, isDirectory: &isDirectory), isDirectory.boolValue else {
-            throw FileError(operation: "use as a folder", path: directory.path, code: ENOTDIR)
-        }
+        // Real folders, as a folder's output has them: a symbolic link at `.mirror` (or at the folder itself: the CLI
+        // resolves the one the user names, ``OutputPath``) is refused, never written through.
+        try OutputFolder.makeDirectory(directory)
         var hidden = directory.appendingPathComponent(".mirror", isDirectory: true)
-        if let shard = configuration.shard { hidden.appendPathComponent(shard.directoryName, isDirectory: true) }
+        try OutputFolder.makeDirectory(hidden)
+        if let shard = configuration.shard {
+            hidden.appendPathComponent(shard.directoryName, isDirectory: true)
+            try OutputFolder.makeDirectory(hidden)
+        }
         self.hidden = hidden
-        try? FileManager.default.createDirectory(at: hidden, withIntermediateDirectories: true)
         lock = try FolderLock(at: hidden.appendingPathComponent("lock"))
         decodeJournal = try DecodeJournal(directory: hidden)
         try Self.checkShardSize(configuration, settings: hidden.appendingPathComponent("webdataset.json"))
