@@ -2,7 +2,7 @@ import Foundation
 import MirrorTestSupport
 import Testing
 
-/// Messages that say what happened: long values cut, a symbolic link called one.
+/// Messages that say what happened: long values cut, a symbolic link called one, usage errors exiting 64.
 @Suite("Messages say what happened, end to end", .serialized)
 struct MessageTests: EmulatedSearch {
     // MARK: Long values
@@ -123,5 +123,19 @@ struct MessageTests: EmulatedSearch {
         #expect(run.status == 1, "stderr: \(run.stderr)")
         #expect(run.stderr == "mirror: error: could not use as a folder \(out.appendingPathComponent(".mirror").path): \(HostileInputTests.linkRefused)\n")
         #expect(outside.fileNames.isEmpty)
+    }
+
+    // MARK: Usage
+
+    @Test("a name template without a part that differs per image is a usage error", arguments: ["{title}", "{title}.{ext}", "{provider}-{title}"])
+    func aNameTemplateWithoutAnIdIsAUsageError(template: String) async throws {
+        // When a search is given it
+        let run = try await MirrorBinary.run(["kittens", "--count", "3", "--out", "/tmp/mirror-never-made", "--name", template])
+
+        // Then it exits 64 saying what is needed, before anything is made
+        let stem = template.replacingOccurrences(of: ".{ext}", with: "")
+        #expect(run.status == 64, "\(run.stderr)")
+        #expect(run.stderr.contains("--name '\(template)' would give two images one name: add {id}, {index} or {sha8}, which differ per image (e.g. --name '\(stem)-{id}.{ext}')"), "\(run.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: "/tmp/mirror-never-made"))
     }
 }

@@ -100,7 +100,14 @@ struct Search: AsyncParsableCommand {
             guard providerNames.count == 1 else { throw ValidationError("--endpoint needs exactly one --provider.") }
         }
         _ = try formats()
-        if let name { try NameTemplate.validate(name) }
+        if let name {
+            // A usage error (64) like every other wrong option, not a runtime failure (1).
+            do throws(NameTemplate.TemplateError) {
+                try NameTemplate.validate(name)
+            } catch {
+                throw ValidationError(error.message)
+            }
+        }
     }
 
     var providerNames: [String] {
