@@ -23,13 +23,12 @@ public final class Gate: Sendable {
         var isOpen = false
         /// Responses still let through before the gate holds.
         var passes: Int
-        var arrivals = 0
         var held: [@Sendable () -> Void] = []
-        var waiters: [Int: (count: Int, continuation: CheckedContinuation<Bool, Never>)] = [:]
-        var nextWaiter = 0
     }
 
     private let state: Locked<State>
+    /// The requests that reached the gate, held or let through.
+    private let reached = Beacon()
 
     /// A shut gate that lets the first `passing` responses through (default none).
     public init(letting passing: Int = 0) {
@@ -37,7 +36,7 @@ public final class Gate: Sendable {
     }
 
     /// Requests that reached the gate, held or let through.
-    public var arrivals: Int { state.withLock { $0.arrivals } }
+    public var arrivals: Int { reached.count }
 
     /// Responses waiting at the gate now.
     public var held: Int { state.withLock { $0.held.count } }
@@ -59,47 +58,22 @@ public final class Gate: Sendable {
     /// after it), `false` when `timeout` passed first — a bound for a test that would otherwise wait forever, not a
     /// guess at how fast the process is.
     public func waitForArrivals(_ count: Int, within timeout: Duration = .seconds(300)) async -> Bool {
-        let id = state.withLock { state -> Int in
-            defer { state.nextWaiter += 1 }
-            return state.nextWaiter
-        }
-        let timer = Task {
-            try? await Task.sleep(for: timeout)
-            resume(waiter: id, with: false)
-        }
-        defer { timer.cancel() }
-        return await withCheckedContinuation { continuation in
-            let ready = state.withLock { state -> Bool in
-                guard state.arrivals < count else { return true }
-                state.waiters[id] = (count, continuation)
-                return false
-            }
-            if ready { continuation.resume(returning: true) }
-        }
+        await reached.wait(for: count, within: timeout)
     }
 
     /// A request reached the gate: `release` runs now when the gate is open or still letting responses through, else
     /// when it opens (on the thread that opens it).
     func admit(_ release: @escaping @Sendable () -> Void) {
-        let (passes, woken) = state.withLock { state -> (Bool, [CheckedContinuation<Bool, Never>]) in
-            state.arrivals += 1
-            let arrived = state.arrivals
-            let due = state.waiters.filter { $0.value.count <= arrived }
-            for id in due.keys { state.waiters[id] = nil }
+        let passes = state.withLock { state -> Bool in
             let passes = state.isOpen || state.passes > 0
             if passes {
                 state.passes = max(0, state.passes - 1)
             } else {
                 state.held.append(release)
             }
-            return (passes, due.values.map(\.continuation))
+            return passes
         }
-        for continuation in woken { continuation.resume(returning: true) }
+        reached.signal()
         if passes { release() }
-    }
-
-    private func resume(waiter id: Int, with value: Bool) {
-        let continuation = state.withLock { $0.waiters.removeValue(forKey: id)?.continuation }
-        continuation?.resume(returning: value)
     }
 }
