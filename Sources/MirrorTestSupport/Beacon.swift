@@ -44,19 +44,28 @@ public final class Beacon: Sendable {
             defer { state.nextWaiter += 1 }
             return state.nextWaiter
         }
-        let timer = Task {
-            try? await Task.sleep(for: timeout)
-            let continuation = state.withLock { $0.waiters.removeValue(forKey: id)?.continuation }
-            continuation?.resume(returning: false)
-        }
-        defer { timer.cancel() }
-        return await withCheckedContinuation { continuation in
+        // The timer starts once the wait is registered, so that it cannot fire before there is a wait to end.
+        let timer = Locked<Task<Void, Never>?>(nil)
+        let reached = await withCheckedContinuation { continuation in
             let ready = state.withLock { state -> Bool in
                 guard state.count < count else { return true }
                 state.waiters[id] = (count, continuation)
                 return false
             }
-            if ready { continuation.resume(returning: true) }
+            if ready {
+                continuation.resume(returning: true)
+                return
+            }
+            timer.withLock {
+                $0 = Task { [state] in
+                    try? await Task.sleep(for: timeout)
+                    guard !Task.isCancelled else { return }
+                    let continuation = state.withLock { $0.waiters.removeValue(forKey: id)?.continuation }
+                    continuation?.resume(returning: false)
+                }
+            }
         }
+        timer.withLock { $0?.cancel() }
+        return reached
     }
 }
