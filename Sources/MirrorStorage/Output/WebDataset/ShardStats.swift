@@ -22,12 +22,6 @@ package struct ShardStats: Codable, Sendable {
         self.shard = shard
     }
 
-    /// The stats in a file's contents, or `nil` when they do not parse as stats (JSON with `rows` and `saved`). Whether
-    /// they mark a shard complete is ``verified(_:name:)``'s to say.
-    static func read(_ data: Data) -> ShardStats? {
-        try? JSONDecoder().decode(ShardStats.self, from: data)
-    }
-
     /// The most bytes a stats file may hold: mirror writes a few hundred (a count for each failure reason and each
     /// signal that refused a row, of which there are dozens, not thousands).
     static let maximumFileBytes = 64 << 10
