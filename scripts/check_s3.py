@@ -43,6 +43,9 @@ check; it exits 1 if any failed):
      the others' three objects as they were (ETag and LastModified); each tar read back (tarfile, and webdataset if
      the virtualenv has it) holds each row once, in row order; then --retry-failed all requests the 404 rows again
      and writes nothing
+  l. stats objects not to be trusted ({} in one, counts that do not add up in another): mirror status names both and
+     counts their shards incomplete; the rerun says so, deletes each shard's objects (its stats object first), writes
+     those two shards again and no other; then every shard reads back whole and mirror status finds them done
   and the throughput of S3 runs (5 MiB parts, and the default part size) against the same runs into a local folder,
   on this table and on a larger one of 500 images (CHECK_S3_THROUGHPUT_IMAGES), beside boto3's own upload of the
   same files to the same moto_server (its ceiling here).
@@ -1213,6 +1216,38 @@ def throughput():
     throughput_series("larger table", source, count, count, size, 100)
 
 
+def check_l():
+    """Stats objects that do not read as their shard's stats: the rerun redoes those shards, and mirror status agrees."""
+    prefix = "untrusted"
+    env = s3_env()
+    out = f"s3://{BUCKET}/{prefix}"
+    process = run("l: a first run", mirror_argv(out, state_dir(prefix)), env)
+    check(process.returncode == 3, "l: the first run exits 3 (the 404 rows)", describe(process))
+    stats = json.loads(get(f"{prefix}/00001_stats.json"))
+    stats["saved"] -= 1
+    s3.put_object(Bucket=BUCKET, Key=f"{prefix}/00000_stats.json", Body=b"{}")
+    s3.put_object(Bucket=BUCKET, Key=f"{prefix}/00001_stats.json", Body=json.dumps(stats).encode())
+    status = run("l: mirror status of the prefix", [MIRROR, "status", out], env)
+    named = ['00000_stats.json is not this shard\'s stats (no "rows")', "00001_stats.json is not this shard's stats (its rows' outcomes add up to"]
+    check(status.returncode == 3 and all(n in status.stdout for n in named) and "2 incomplete (0-1)" in status.stdout,
+          "l: mirror status names both stats objects and counts their shards incomplete (exit 3)", describe(status))
+    argv = [a for a in mirror_argv(out, state_dir(prefix)) if a != "--quiet"]
+    again = run("l: the rerun", argv, env)
+    check(again.returncode == 3 and all(n in again.stderr for n in named) and "shard 0 is downloaded again" in again.stderr,
+          "l: the rerun says which stats objects it did not trust and exits 3", describe(again))
+    deletes = [r[1].rsplit("/", 1)[-1] for r in again.requests if r[0] == "DELETE" and "uploadId=" not in r[1]]
+    for number in (0, 1):
+        mine = [name for name in deletes if name.startswith(f"{number:05d}")]
+        check(mine[:1] == [f"{number:05d}_stats.json"] and sorted(mine) == sorted(f"{number:05d}{kind}" for kind in (".jsonl", ".tar", "_stats.json")),
+              f"l: shard {number}'s objects were deleted, its stats object first", f"deletes: {deletes}")
+    puts = {r[1].rsplit("/", 1)[-1] for r in writes(again.requests, prefix) if r[0] == "PUT"}
+    check({"00000.tar", "00000_stats.json", "00001.tar", "00001_stats.json"} <= puts and not any(n.startswith("00002") for n in puts),
+          "l: the rerun wrote shards 0 and 1 again, and no other", f"puts: {sorted(puts)}")
+    check_shards(read_shards(s3_files(prefix)), "l")
+    after = run("l: mirror status after the rerun", [MIRROR, "status", out], env)
+    check("  untrusted   " not in after.stdout and f"{SHARDS} done" in after.stdout, "l: mirror status finds every shard done", describe(after))
+
+
 only = set(filter(None, os.environ.get("CHECK_S3_ONLY", "").split(",")))  # e.g. CHECK_S3_ONLY=a,e to debug
 
 
@@ -1233,6 +1268,7 @@ try:
     section_if("i. a nested prefix with a space and non-ASCII", check_i)
     section_if("j. no secret on disk", check_j)
     section_if("k. --retry-failed into S3", check_k)
+    section_if("l. stats objects not to be trusted", check_l)
     section_if("throughput", throughput)
 finally:
     stop(image_server)

@@ -199,11 +199,15 @@ public struct FileError: Error, Sendable, Hashable, CustomStringConvertible {
     public let operation: String
     public let path: String
     public let code: Int32
+    /// What happened, in words, where `strerror`'s would mislead (a folder that is a symbolic link is not "Not a
+    /// directory"), or `nil` for those.
+    public let explanation: String?
 
-    public init(operation: String, path: String, code: Int32) {
+    public init(operation: String, path: String, code: Int32, explanation: String? = nil) {
         self.operation = operation
         self.path = path
         self.code = code
+        self.explanation = explanation
     }
 
     /// Whether the error says the disk (or the file size limit) is full.
@@ -215,6 +219,10 @@ public struct FileError: Error, Sendable, Hashable, CustomStringConvertible {
     public var isFatal: Bool { code != EEXIST }
 
     public var description: String {
-        "could not \(operation) \(path): \(String(cString: strerror(code)))"
+        "could not \(operation) \(path): \(explanation ?? (code == ELOOP ? Self.linkRefused : String(cString: strerror(code))))"
     }
+
+    /// What `ELOOP` means where mirror opens with `O_NOFOLLOW` or checks with `lstat`: the last part of the path is a
+    /// symbolic link (not "Too many levels of symbolic links").
+    public static let linkRefused = "it is a symbolic link, and mirror never writes through a link it finds in a folder it fills"
 }

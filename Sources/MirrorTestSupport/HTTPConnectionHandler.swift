@@ -21,7 +21,7 @@ final class HTTPConnectionHandler: ChannelInboundHandler {
     }
 
     /// A complete request waiting for its turn (pipelining).
-    private struct Queued {
+    private struct Queued: Sendable {
         var request: RecordedRequest
         var isKeepAlive: Bool
         var isHTTP10: Bool
@@ -39,6 +39,8 @@ final class HTTPConnectionHandler: ChannelInboundHandler {
         var generator: Generator?
         /// A ``Response/Body/stall(prefix:declaredLength:)`` that will never finish by itself.
         var isStalled = false
+        /// A response waiting at its ``Gate``.
+        var isHeld = false
     }
 
     /// Progress of a ``Response/Body/generated(size:includeContentLength:)`` body.
@@ -118,10 +120,11 @@ final class HTTPConnectionHandler: ChannelInboundHandler {
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if let event = event as? ChannelEvent, event == .inputClosed {
-            // The client half-closed: answer what already arrived, then close. A stall would never end,
-            // and a client that closes while stalled has given up, so that connection ends now.
+            // The client half-closed: answer what already arrived, then close. A stall would never end, and a held
+            // response waits for the test: a client that closes meanwhile (a killed process) has given up, so that
+            // connection ends now.
             isInputClosed = true
-            if (exchange == nil && queue.isEmpty) || exchange?.isStalled == true {
+            if (exchange == nil && queue.isEmpty) || exchange?.isStalled == true || exchange?.isHeld == true {
                 context.close(promise: nil)
             }
         }
@@ -183,6 +186,28 @@ final class HTTPConnectionHandler: ChannelInboundHandler {
         lastExchangeID += 1
         let id = lastExchangeID
         exchange = Exchange(id: id)
+        if let gate = response.gate {
+            // Held: the gate calls back (now, or from the thread that opens it) and the rest happens on this loop —
+            // unless the server stopped meanwhile (checked under the lock `stop()` takes first, so the loop is not yet
+            // shutting down when the task goes onto it).
+            exchange?.isHeld = true
+            let loop = context.eventLoop
+            let handler = NIOLoopBound(self, eventLoop: loop)
+            gate.admit { [core] in
+                core.state.withLock { state in
+                    guard !state.isStopped else { return }
+                    loop.execute { handler.value.start(response, to: next, exchangeID: id, after: delay) }
+                }
+            }
+            return
+        }
+        start(response, to: next, exchangeID: id, after: delay)
+    }
+
+    /// Sends `response` after `delay`, unless its exchange is over by then (the connection closed).
+    private func start(_ response: Response, to next: Queued, exchangeID id: Int, after delay: Duration) {
+        guard isActive, let context, exchange?.id == id else { return }
+        exchange?.isHeld = false
         if delay > .zero {
             timer = context.eventLoop.assumeIsolated().scheduleTask(in: delay.timeAmount) { [self] in
                 timer = nil

@@ -22,6 +22,8 @@ public struct Response: Sendable {
     public var body: Body
     /// Extra delay before the response head, added to ``TestServer/latency``. `nil` means none.
     public var latency: Duration?
+    /// A hold: the response waits until the gate is open (then any latency, then the head). `nil` means none.
+    public var gate: Gate?
 
     /// How a body is delivered, including the ways it can go wrong.
     public enum Body: Sendable {
@@ -66,6 +68,13 @@ public struct Response: Sendable {
         self.headers = headers
         self.body = body
         self.latency = latency
+    }
+
+    /// This response, held until `gate` opens (``Gate``).
+    public func held(by gate: Gate) -> Response {
+        var response = self
+        response.gate = gate
+        return response
     }
 
     /// `200 OK` with `data` and a `Content-Type`.

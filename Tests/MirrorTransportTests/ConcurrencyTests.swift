@@ -48,8 +48,12 @@ struct ConcurrencyTests {
         let driver = CurlMultiDriver()
         defer { driver.shutdown() }
 
-        let task = Task { try await driver.perform(TransferRequest(url: server.url("/stall?prefix=10&length=1000"))) }
-        #expect(await eventually { server.requestCount(path: "/stall") == 1 })
+        // Only the cancel may end it: with the default 20-s stall limit, a cancel sent late by a test whose threads
+        // other suites held (two spinners and a load of 12) found the transfer already failed as stalled.
+        var stalled = TransferRequest(url: server.url("/stall?prefix=10&length=1000"))
+        stalled.stall = .init(minimumBytesPerSecond: 1, window: .seconds(600))
+        let task = Task { [stalled] in try await driver.perform(stalled) }
+        #expect(await eventually(within: .seconds(300)) { server.requestCount(path: "/stall") == 1 })
         task.cancel()
         let result = await task.result
         #expect((result.failure as? TransportError) == .cancelled)

@@ -20,12 +20,15 @@ struct DatasetCommandTests {
         }
     }
 
-    /// A server with the table's images (PNGs of varied sizes) at /i/<row>.png, each after `latency`.
-    private func serve(latency: Duration = .zero) throws -> TestServer {
+    /// A server with the table's images (PNGs of varied sizes) at /i/<row>.png, each after `latency`; those of rows
+    /// `held` wait at `gate` until the test opens it.
+    private func serve(latency: Duration = .zero, holding held: PartialRangeFrom<Int>? = nil, at gate: Gate? = nil) throws -> TestServer {
         let server = try TestServer.start(latency: latency)
         for index in 0..<Self.rows where { if case .image = Row(index) { true } else { false } }() {
             let png = TestImages.png(width: 70 + index % 50, height: 65 + index % 30, seed: UInt64(index))
-            server.route("/i/\(index).png", .ok(png, contentType: "image/png"))
+            var response = Response.ok(png, contentType: "image/png")
+            if let held, let gate, held.contains(index) { response = response.held(by: gate) }
+            server.route("/i/\(index).png", response)
         }
         return server
     }
@@ -254,10 +257,14 @@ struct DatasetCommandTests {
     }
 
     @Test func aKilledRunKeepsItsCompleteShardsAndRedoesOnlyTheOpenOne() async throws {
-        // Given the table served slowly enough that a run takes seconds (6 at 8 at once; under ThreadSanitizer a run of
-        // 2 s once ended before this test's polling saw its first shard), with a disk cache shared by the runs
-        let server = try serve(latency: .milliseconds(45))
+        // Given the table's rows past the first shard held at the server until the test says, with a disk cache shared
+        // by the runs. (This test once raced the process instead — the images slowed to 45 ms, the kill sent when the
+        // first stats file was seen — and on a busy machine the process finished every shard before the kill landed.
+        // Held, the first run cannot go past shard 0, however fast or slow the machine.)
+        let gate = Gate()
+        let server = try serve(holding: 256..., at: gate)
         defer { server.stop() }
+        defer { gate.open() }
         let work = TemporaryFolder()
         let table = work.file("table.csv")
         try csv(server).write(to: table, atomically: true, encoding: .utf8)
@@ -268,17 +275,17 @@ struct DatasetCommandTests {
         ]
         let environment = ["XDG_CACHE_HOME": work.file("cache").path]
 
-        // When it is SIGKILLed once the first shard is complete
+        // When it is SIGKILLed once the first shard is complete: its rows are all served, the next shard's wait at the
+        // gate, so its stats file must appear, and nothing after it can (the wait is for a state that stays, not a race)
         let running = try MirrorBinary.start(arguments, environment: environment)
-        let firstStats = out.appendingPathComponent("00000_stats.json")
-        let deadline = ContinuousClock.now + .seconds(60)
-        while !FileManager.default.fileExists(atPath: firstStats.path), running.process.isRunning, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(5))
-        }
+        #expect(await gate.waitForArrivals(1), "no row past the first shard was asked for")
+        let firstStats = out.appendingPathComponent("00000_stats.json").path
+        let written = await eventually(within: .seconds(300)) { FileManager.default.fileExists(atPath: firstStats) }
+        #expect(written && running.process.isRunning, "the first shard was not written, or the run ended while held")
         kill(running.process.processIdentifier, SIGKILL)
         _ = await running.finish()
         let complete = try Self.stats(out).map { $0["shard"] as! Int }
-        #expect(!complete.isEmpty && complete.count < 4, "complete after the kill: \(complete)")
+        #expect(complete == [0], "complete after the kill: \(complete)")
         var before: [String: (Data, Date)] = [:]
         for index in complete {
             for suffix in [".tar", ".jsonl", "_stats.json"] {
@@ -288,7 +295,8 @@ struct DatasetCommandTests {
             }
         }
 
-        // And run again to the end
+        // And run again to the end, nothing held
+        gate.open()
         server.resetCounters()
         let again = try await MirrorBinary.run(arguments, environment: environment)
         #expect(again.status == 3, "stderr: \(again.stderr.suffix(500))")

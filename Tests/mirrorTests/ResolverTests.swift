@@ -7,10 +7,12 @@ import Testing
 /// for every name's address; glibc must ask again after mirror's 1 s, not its default 5 s.
 @Suite("mirror urls, a resolver that drops queries", .serialized)
 struct ResolverTests {
-    /// A DNS server on 127.0.53.1:53 (UDP) that answers `*.burst.test` with 127.0.0.1, drops the first A query of
-    /// each name, and notes when each A query arrived.
+    /// A DNS server on port 53 (UDP) of a loopback address of its own (`127.53.X.Y`) that answers `*.burst.test` with
+    /// 127.0.0.1, drops the first A query of each name, and notes when each A query arrived.
     final class DroppingResolver: @unchecked Sendable {  // `arrivals` and `stopped` are touched only under `lock`
-        static let address = "127.0.53.1"
+        /// Where it listens: one fixed address (127.0.53.1) failed to bind when another copy of the suite (another
+        /// worktree's, on the same machine) ran this test at the same time, so each resolver takes a free one.
+        let address: String
         private let socket: Int32
         private let lock = NSLock()
         private var arrivals: [String: [ContinuousClock.Instant]] = [:]
@@ -18,18 +20,27 @@ struct ResolverTests {
         private let done = DispatchSemaphore(value: 0)
 
         init() throws {
-            socket = Glibc.socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = in_port_t(UInt16(53).bigEndian)
-            address.sin_addr.s_addr = inet_addr(Self.address)
-            let bound = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            let descriptor = Glibc.socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+            var chosen: String?
+            var failure: Int32 = 0
+            for _ in 0..<64 where chosen == nil {
+                let candidate = "127.53.\(Int.random(in: 0...255)).\(Int.random(in: 1...254))"
+                var address = sockaddr_in()
+                address.sin_family = sa_family_t(AF_INET)
+                address.sin_port = in_port_t(UInt16(53).bigEndian)
+                address.sin_addr.s_addr = inet_addr(candidate)
+                let bound = withUnsafePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                }
+                if bound == 0 { chosen = candidate } else { failure = errno }
+                if bound != 0, failure != EADDRINUSE { break }
             }
-            guard bound == 0 else {
-                close(socket)
-                throw CocoaError(.fileWriteNoPermission)
+            guard let chosen else {
+                close(descriptor)
+                throw POSIXError(POSIXErrorCode(rawValue: failure) ?? .EIO)
             }
+            socket = descriptor
+            address = chosen
             var timeout = timeval(tv_sec: 0, tv_usec: 200_000)
             setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
             Thread { [self] in serve() }.start()
@@ -110,7 +121,7 @@ struct ResolverTests {
         }
         let work = TemporaryFolder()
         try (lines.joined(separator: "\n") + "\n").write(to: work.file("table.txt"), atomically: true, encoding: .utf8)
-        try "nameserver \(DroppingResolver.address)\n".write(to: work.file("resolv.conf"), atomically: true, encoding: .utf8)
+        try "nameserver \(resolver.address)\n".write(to: work.file("resolv.conf"), atomically: true, encoding: .utf8)
 
         // When mirror fetches them all at once, in a mount namespace whose /etc/resolv.conf names that resolver
         let script = "mount --bind '\(work.file("resolv.conf").path)' /etc/resolv.conf && exec '\(MirrorBinary.url.path)' urls "

@@ -128,43 +128,60 @@ struct SearchCommandTests: EmulatedSearch {
     }
 
     @Test func aSecondRunOnTheSameFolderExits75() async throws {
-        let api = try emulator { $0.imageLatency = .milliseconds(200) }
+        // Given a first run held at its first image: it has the folder's lock (taken before any image is asked for),
+        // and it cannot finish. (The test once waited at most 2 s for the state database to appear, then hoped.)
+        let gate = Gate()
+        defer { gate.open() }
+        let api = try emulator { $0.imageGate = gate }
         defer { api.stop() }
         let out = TemporaryFolder()
         let first = try MirrorBinary.start(["kittens", "--count", "200", "--out", out.path, "--quiet", "--no-cache", "--concurrency", "2"], environment: environment(api))
-        // Wait until the first run holds the lock (the state database appears right after).
-        for _ in 0..<100 where !FileManager.default.fileExists(atPath: out.file(".mirror/state.sqlite").path) { try await Task.sleep(for: .microseconds(20_000)) }
+        #expect(await gate.waitForArrivals(1))
+
+        // When a second run starts on the same folder
         let second = try await MirrorBinary.run(["kittens", "--count", "200", "--out", out.path, "--no-cache"], environment: environment(api))
         kill(first.process.processIdentifier, SIGKILL)
         _ = await first.finish()
+
+        // Then it is turned away with 75, naming the first
         #expect(second.status == 75)
         #expect(second.stderr.contains("process \(first.process.processIdentifier)"))
     }
 
     @Test func sigintStopsWithin2SecondsAndKeepsWhatWasSaved() async throws {
-        let api = try emulator { $0.imageLatency = .milliseconds(100) }
+        // Given a run whose first 5 images are served and every later one held: when the signal comes it has saved some
+        // and is mid-way through others, whatever the machine's speed (the test once waited for the manifest to grow
+        // while images came every 100 ms)
+        let gate = Gate(letting: 5)
+        defer { gate.open() }
+        let api = try emulator { $0.imageGate = gate }
         defer { api.stop() }
         let out = TemporaryFolder()
         let running = try MirrorBinary.start(["kittens", "--count", "300", "--out", out.path, "--no-cache", "--concurrency", "4"], environment: environment(api))
-        // Interrupt once something is saved (a fixed 0.8 s was too short for a loaded machine under ThreadSanitizer),
-        // polled on a Dispatch thread so that a busy cooperative pool cannot make the signal late.
+        #expect(await gate.waitForArrivals(6))
+        // (the five served images' lines appear in the manifest: a state that comes, and stays while the rest are held;
+        // polled on a Dispatch thread so that a busy cooperative pool cannot make the signal late)
         let manifestPath = out.file("manifest.jsonl").path
         await onDispatchThread {
-            let deadline = ContinuousClock.now + .seconds(60)
-            while ContinuousClock.now < deadline, ((try? FileManager.default.attributesOfItem(atPath: manifestPath)[.size] as? Int) ?? 0) == 0 {
+            let deadline = ContinuousClock.now + .seconds(300)
+            while ContinuousClock.now < deadline, (try? String(contentsOfFile: manifestPath, encoding: .utf8))?.split(separator: "\n").count ?? 0 < 5 {
                 usleep(20_000)
             }
         }
+
+        // When it is interrupted
         let sent = ContinuousClock.now
         kill(running.process.processIdentifier, SIGINT)
         let run = await running.finish()
         let elapsed = run.ended - sent
+
+        // Then it exits 130 within 2 s, keeping the five it saved and nothing half-done
         print("SIGINT to exit: \(elapsed)")
         #expect(run.status == 130)
         #expect(elapsed < .seconds(2))
         #expect(run.stderr.contains("interrupted"))
-        expectConsistent(out, count: manifest(out).files.count)
-        #expect(manifest(out).files.count > 0)
+        expectConsistent(out, count: 5)
+        #expect(manifest(out).files.count == 5)
     }
 
     @Test func usageErrorsExit64() async throws {

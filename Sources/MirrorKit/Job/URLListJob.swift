@@ -52,7 +52,11 @@ public struct URLListJob: Sendable {
                 let owned = shards
                 shards.store = try await S3ShardStore.open(client: client, retry: configuration.retryFailed) { owned.owns($0) }
             }
-            sink = try ShardSink(configuration: shards)
+            let shardSink = try ShardSink(configuration: shards)
+            for problem in shardSink.untrustedStats {
+                onEvent(.notice("\(problem): shard \(problem.shard) is downloaded again"))
+            }
+            sink = shardSink
         }
         var pipeline = Pipeline.Configuration()
         pipeline.downloads = configuration.downloads

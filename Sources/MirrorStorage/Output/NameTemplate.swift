@@ -30,7 +30,11 @@ public struct NameTemplate: Sendable, Hashable {
             throw TemplateError(message: "unknown placeholder {\(unknown)} in --name; use \(placeholders.map { "{\($0)}" }.joined(separator: " "))")
         }
         guard names.contains(where: { ["id", "index", "sha8"].contains($0) }) else {
-            throw TemplateError(message: "--name needs {id}, {index} or {sha8} so that names differ")
+            let example = pattern.replacingOccurrences(of: "{ext}", with: "").trimmingCharacters(in: CharacterSet(charactersIn: ".-_ "))
+            throw TemplateError(
+                message: "--name '\(pattern)' would give two images one name: add {id}, {index} or {sha8}, which differ per image "
+                    + "(e.g. --name '\(example.isEmpty ? "" : example + "-"){id}.{ext}')"
+            )
         }
     }
 

@@ -242,11 +242,13 @@ public final class OutputFolder: Sendable {
         state.near.add(hash, trimmed: record.trimmedHashes, side: min(record.originalWidth, record.originalHeight), file: record.file, label: record.label ?? "")
     }
 
-    private static func makeDirectory(_ url: URL) throws(FileError) {
+    /// Makes the folder `url` (and its parents) unless it is there; a symbolic link there is refused (``FileError``
+    /// `ELOOP`): the output folder the user names is resolved before (``OutputPath``), so a link here is one inside it.
+    package static func makeDirectory(_ url: URL) throws(FileError) {
         var info = stat()
         if lstat(url.path, &info) == 0 {
             if (info.st_mode & S_IFMT) == S_IFDIR { return }
-            throw FileError(operation: "use as a folder", path: url.path, code: ENOTDIR)
+            throw FileError(operation: "use as a folder", path: url.path, code: (info.st_mode & S_IFMT) == S_IFLNK ? ELOOP : ENOTDIR)
         }
         do {
             try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)

@@ -167,6 +167,8 @@ extension APIEmulator {
         public var apiLatency: Duration = .zero
         /// Delay before every image (and thumbnail) response head.
         public var imageLatency: Duration = .zero
+        /// A hold on every image (and thumbnail) response until the test opens it (``Gate``), or `nil` for none.
+        public var imageGate: Gate?
         /// Results per provider; see ``Corpus``.
         public var corpus: [Provider: Corpus] = APIEmulator.defaultCorpus
         /// The first `wikimediaOverlap` Wikimedia results of every query have byte-identical images to the

@@ -448,6 +448,7 @@ final class EmulatorCore: Sendable {
             response = EmulatorJSON.notFoundPage
         }
         if settings.imageLatency > .zero { response.latency = settings.imageLatency }
+        response.gate = settings.imageGate
         return response
     }
 

@@ -27,9 +27,10 @@ enum ExitStatus: Int32 {
     var exitCode: ExitCode { ExitCode(rawValue) }
 }
 
-/// Prints a one-line error to stderr in the tool's voice.
+/// Prints a one-line error to stderr in the tool's voice, each line cut to ``MessageLimit/line`` characters: an error
+/// may quote a URL, a table's value or a server's words, and none of them makes a message of megabytes.
 func printError(_ message: String) {
-    FileHandle.standardError.write(Data("mirror: error: \(message)\n".utf8))
+    FileHandle.standardError.write(Data("mirror: error: \(message.cuttingLines(to: MessageLimit.line))\n".utf8))
 }
 
 /// Prints `value` as one line of JSON on stdout, keys sorted, dates as ISO 8601: every `--json` of every command (a
@@ -72,5 +73,17 @@ func describe(_ error: any Error) -> (message: String, status: ExitStatus) {
         return ("\(file.description)", .failure)
     default:
         return (String(describing: error), .failure)
+    }
+}
+
+/// The folder the user named with `--out` (or `--state-dir`), a symbolic link resolved to the folder it leads to
+/// (``OutputPath``); a link that leads nowhere useful is one line saying what it is, and exit 1, as an output path
+/// that is a file is.
+func outputFolder(_ path: String) throws -> URL {
+    do {
+        return try OutputPath.resolve(path)
+    } catch {
+        printError(describe(error).message)
+        throw ExitStatus.failure.exitCode
     }
 }

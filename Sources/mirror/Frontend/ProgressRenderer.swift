@@ -65,7 +65,7 @@ final class ProgressRenderer: Sendable {
         case let .failed(_, message, _): failed(url, message)
         case .alreadySaved, .failedEarlier: break
         case .duplicate(of: nil): note("duplicate: \(Self.redacted(url))")
-        case let .duplicate(existing?): note("duplicate of \(existing): \(Self.redacted(url))")
+        case let .duplicate(existing?): note("duplicate of \(existing.cut(to: MessageLimit.url)): \(Self.redacted(url))")
         case let .filtered(reason): note("filtered (\(reason)): \(Self.redacted(url))")
         case .nearDuplicate, .invalid, .optedOut, .disallowed: note("\(outcome.message ?? ""): \(Self.redacted(url))")
         }
@@ -107,7 +107,8 @@ final class ProgressRenderer: Sendable {
         case .quiet:
             return
         case .lines:
-            write(line + "\n")
+            // Each event's line quotes values from the web or the table (a reason, a signal's value): none makes it long.
+            write(line.cuttingLines(to: MessageLimit.line) + "\n")
         case .live:
             let now = ContinuousClock.now
             let draw = state.withLock { state -> String? in
@@ -153,12 +154,13 @@ final class ProgressRenderer: Sendable {
         }
     }
 
-    /// A URL for display, without query items that may carry keys.
+    /// A URL for display, without query items that may carry keys, cut to ``MessageLimit/url`` characters with its
+    /// length (a table may hold a URL of megabytes).
     static func redacted(_ url: URL) -> String {
         guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false), components.query != nil else {
-            return url.absoluteString
+            return url.displayed
         }
         components.query = nil
-        return (components.string ?? url.absoluteString) + "?…"
+        return (components.string ?? url.absoluteString).cut(to: MessageLimit.url) + "?…"
     }
 }

@@ -99,7 +99,14 @@ struct Search: AsyncParsableCommand {
             guard providerNames.count == 1 else { throw ValidationError("--endpoint needs exactly one --provider.") }
         }
         _ = try formats()
-        if let name { try NameTemplate.validate(name) }
+        if let name {
+            // A usage error (64) like every other wrong option, not a runtime failure (1).
+            do throws(NameTemplate.TemplateError) {
+                try NameTemplate.validate(name)
+            } catch {
+                throw ValidationError(error.message)
+            }
+        }
     }
 
     var providerNames: [String] {
@@ -121,7 +128,7 @@ struct Search: AsyncParsableCommand {
     }
 
     func makeConfiguration(query: String? = nil, shard: WorkShard? = nil) throws -> MirrorJob.Configuration {
-        var directory = URL(fileURLWithPath: output)
+        var directory = dryRun ? URL(fileURLWithPath: output) : try outputFolder(output)
         // A folder is one run's (lock, manifest, state database): each copy of a sharded --queries fills its own.
         if let shard { directory.appendPathComponent(shard.directoryName, isDirectory: true) }
         var configuration = MirrorJob.Configuration(query: query ?? queryText, count: count, directory: directory)
@@ -299,7 +306,7 @@ struct Search: AsyncParsableCommand {
             text += String(format: " in %.1fs", summary.seconds)
             let failed = summary.providerStatus.filter { $0.status == .failed }
             if !failed.isEmpty {
-                text += "; " + failed.map(\.phrase).joined(separator: "; ")
+                text += "; " + failed.map { $0.phrase.cut(to: MessageLimit.line / 4) }.joined(separator: "; ")
             }
             if summary.interrupted {
                 text += "; interrupted: run the same command again to continue"

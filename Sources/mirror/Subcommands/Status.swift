@@ -9,7 +9,9 @@ struct Status: AsyncParsableCommand {
         abstract: "Sum a WebDataset output's shard stats (every copy of a sharded job) into one table, or a folder's failures.",
         discussion: """
         Reads every NNNNN_stats.json in the folder or under the s3:// prefix (AWS_* variables as for --out) and adds \
-        them up: rows, saved, failed by reason, bytes, throughput, and which shards are done, missing or incomplete.
+        them up: rows, saved, failed by reason, bytes, throughput, and which shards are done, missing or incomplete. \
+        A stats file that does not read as its shard's stats (not JSON, not stats, counts that do not add up to its \
+        rows) is named, and its shard counts as incomplete, as mirror urls treats it: it downloads that shard again.
 
         A folder of files (mirror urls without --format webdataset) shows its saved images and the URLs that failed, \
         transient and for good, from its state database.
@@ -93,7 +95,7 @@ struct Status: AsyncParsableCommand {
             for name in names where ShardFileName.parse(name)?.kind == .stats {
                 contents[name] = try await client.get(key: location.key(name))
             }
-            return try DatasetStatus(names: names) { contents[$0] ?? Data() }
+            return DatasetStatus(names: names) { contents[$0] ?? Data() }
         }
         let directory = URL(fileURLWithPath: target)
         let names: [String]
@@ -102,8 +104,8 @@ struct Status: AsyncParsableCommand {
         } catch {
             throw ValidationError("cannot read \(target): \((error as NSError).localizedDescription)")
         }
-        return try DatasetStatus(names: names) { name in
-            try Data(contentsOf: directory.appendingPathComponent(name))
+        return try DatasetStatus(names: names) { name throws(FileError) in
+            try ShardCompletion.readStats(at: directory.appendingPathComponent(name))
         }
     }
 
@@ -114,6 +116,11 @@ struct Status: AsyncParsableCommand {
         if !status.shardsMissing.isEmpty { shards += ", \(status.shardsMissing.count) missing (\(ranges(status.shardsMissing)))" }
         if !status.shardsIncomplete.isEmpty { shards += ", \(status.shardsIncomplete.count) incomplete (\(ranges(status.shardsIncomplete)))" }
         lines.append("  shards      " + shards)
+        // Stats that do not mark their shard complete: the file and why, and what mirror urls does about it.
+        for problem in status.shardsUntrusted.prefix(5) {
+            lines.append("  untrusted   \(problem): shard \(problem.shard) counts as incomplete; mirror urls downloads it again")
+        }
+        if status.shardsUntrusted.count > 5 { lines.append("  untrusted   … and \(status.shardsUntrusted.count - 5) more stats files") }
         lines.append("  rows        " + number(status.rows))
         lines.append("  saved       " + number(status.tally.saved) + "  (" + ByteCountFormatter.string(fromByteCount: status.tally.bytes, countStyle: .file) + ")")
         lines += failureLines(status.tally)

@@ -102,7 +102,7 @@ struct Urls: AsyncParsableCommand {
         }
         let renderer = ProgressRenderer(mode: ProgressRenderer.mode(quiet: outputOptions.quiet), target: nil)
 
-        var directory = URL(fileURLWithPath: output)
+        var directory: URL
         var objectStore: URLListJob.ObjectStoreDestination?
         if let location = S3Location(output) {
             do {
@@ -111,8 +111,11 @@ struct Urls: AsyncParsableCommand {
                 printError(error.description)
                 throw ExitStatus.configuration.exitCode
             }
-            directory = stateDir.map { URL(fileURLWithPath: $0) } ?? location.defaultStateDirectory()
-        } else if let (shard, _) = share, !isWebDataset {
+            directory = try stateDir.map(outputFolder) ?? location.defaultStateDirectory()
+        } else {
+            directory = try outputFolder(output)
+        }
+        if objectStore == nil, let (shard, _) = share, !isWebDataset {
             // A folder is one run's (its lock, its manifest, its leftovers): each copy fills its own.
             directory.appendPathComponent(shard.directoryName, isDirectory: true)
         }

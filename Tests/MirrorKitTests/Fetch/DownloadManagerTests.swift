@@ -181,26 +181,31 @@ struct DownloadManagerTests {
     }
 
     @Test func cancellingOneLeavesTheOthersRunning() async throws {
-        // Given three slow downloads (about 11 s each, so that the cancel surely lands mid-transfer, even under
-        // ThreadSanitizer on a loaded machine, where 4 s was once not enough)
+        // Given three downloads held at the server, all three in flight (they were once 11-s drips, so that the cancel
+        // would "surely" land mid-transfer; under ThreadSanitizer on a loaded machine 4 s once was not enough), and no
+        // stall limit to end them while they wait
         let server = try TestServer.start()
         defer { server.stop() }
         let png = TestImages.png(width: 50, height: 50, seed: 7)
+        let others = Gate(), cancelled = Gate()
+        defer { others.open(); cancelled.open() }
         for name in ["a", "b", "c"] {
-            server.route("/\(name).png", Response(status: 200, headers: [("Content-Type", "image/png")], body: .drip(png, chunkSize: 100, interval: .milliseconds(150))))
+            server.route("/\(name).png", Response.ok(png, contentType: "image/png").held(by: name == "b" ? cancelled : others))
         }
         let folder = TemporaryFolder()
-        let manager = makeManager()
+        let manager = makeManager { $0.stall.window = .seconds(3_600) }
         let outcomes = Outcomes()
         var tickets: [String: DownloadTicket] = [:]
         for name in ["a", "b", "c"] {
             let url = server.url("/\(name).png")
             tickets[name] = manager.download(DownloadRequest(url: url, directory: folder.url)) { outcomes.record(url, $0) }
         }
-        #expect(await eventually { server.totalRequests == 3 })
+        #expect(await others.waitForArrivals(2))
+        #expect(await cancelled.waitForArrivals(1))
 
-        // When one is cancelled
+        // When one is cancelled, and then the others are answered
         tickets["b"]?.cancel()
+        others.open()
         await manager.waitUntilIdle()
         await manager.shutdown()
 
@@ -222,16 +227,18 @@ struct DownloadManagerTests {
             Response(status: 200, headers: [("Content-Type", "image/png")], body: .stall(prefix: Data(head), declaredLength: 100_000))
         }
         let folder = TemporaryFolder()
+        // (No stall limit: a cancel the test's starved threads send late must still find them stalled, not failed.)
         let manager = makeManager {
             $0.concurrency = 64
             $0.perHost = 64
+            $0.stall.window = .seconds(3_600)
         }
         let outcomes = Outcomes()
         for index in 0..<500 {
             let url = server.url("/stall-png/\(index)")
             manager.download(DownloadRequest(url: url, directory: folder.url)) { outcomes.record(url, $0) }
         }
-        #expect(await eventually { server.totalRequests >= 64 })
+        #expect(await eventually(within: .seconds(300)) { server.totalRequests >= 64 })
 
         // When everything is cancelled
         let started = ContinuousClock.now
@@ -310,19 +317,21 @@ struct DownloadManagerTests {
 @Suite("Download manager cancellation between attempts")
 struct RetryWaitCancellationTests {
     @Test func cancellingDuringARetryWaitEndsAtOnce() async throws {
-        // Given a download whose server asks it to come back in 5 minutes. (The wait is long so that the test
-        // still means something when its own polling is starved: under ThreadSanitizer the end-to-end tests
-        // block both of a 2-core machine's cooperative threads for half a minute at a time.)
+        // Given a download whose server asks it to come back in 5 minutes, and a manager that says when a retry is
+        // scheduled (the test once slept 50 ms after the request arrived, hoping the wait had begun by then)
         let server = try TestServer.start()
         defer { server.stop() }
         server.route("/later.png", .status(503, headers: [("Retry-After", "300")]))
         let folder = TemporaryFolder()
-        let manager = makeManager { $0.retry.maximumRetryAfter = .seconds(600) }
+        let retrying = Beacon()
+        var configuration = DownloadManager.Configuration()
+        configuration.retry = RetryPolicy(maximumRetries: 3, baseDelay: .milliseconds(10), maximumDelay: .milliseconds(50))
+        configuration.retry.maximumRetryAfter = .seconds(600)
+        let manager = DownloadManager(configuration: configuration, onRetry: { _ in retrying.signal() })
         let outcomes = Outcomes()
         let url = server.url("/later.png")
         manager.download(DownloadRequest(url: url, directory: folder.url)) { outcomes.record(url, $0) }
-        #expect(await eventually(within: .seconds(120)) { server.requestCount(path: "/later.png") == 1 })
-        try await Task.sleep(for: .milliseconds(50))
+        #expect(await retrying.wait(for: 1))
 
         // When everything is cancelled while it waits
         let started = ContinuousClock.now

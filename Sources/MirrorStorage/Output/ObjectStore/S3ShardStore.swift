@@ -6,24 +6,27 @@ import MirrorTransport
 /// WebDataset shards in object storage: `s3://BUCKET/PREFIX/NNNNN.tar`, `.jsonl`, then `NNNNN_stats.json`, which is
 /// uploaded last and so marks the shard complete — on any machine that lists the prefix.
 ///
-/// Opening lists the prefix, which proves the credentials and the bucket before anything is downloaded; it then
-/// aborts the multipart uploads a killed run of this copy left, and deletes the objects of this copy's incomplete
-/// shards (a tar whose stats never came), so that a rerun leaves neither a partial nor an orphaned upload behind.
+/// Opening lists the prefix, which proves the credentials and the bucket before anything is downloaded, and reads this
+/// copy's stats objects to know which of its shards are complete (``ShardCompletion``: the rule a folder follows); it
+/// then aborts the multipart uploads a killed run of this copy left, and deletes the objects of this copy's incomplete
+/// shards (a tar whose stats never came, or stats not to be trusted: the stats object first), so that a rerun leaves
+/// neither a partial nor an orphaned upload behind.
 public final class S3ShardStore: Sendable {
     public let client: S3Client
-    /// Shard numbers whose stats object exists.
-    public let completeShards: Set<Int>
-    /// The stats object of each of this copy's complete shards, by number (what the dataset holds and lacks).
-    package let stats: [Int: Data]
+    /// Which of this copy's shards are complete, with their stats (what the dataset holds and lacks), and which had
+    /// stats not to be trusted (their objects are deleted: the shards are written again).
+    package let completion: ShardCompletion
     /// The records of the complete shards that have rows to retry (with `retry`), by number.
     package let records: [Int: Data]
     /// Whether `sizes.json` was there when the store was opened.
     let hasSizesFile: Bool
 
-    private init(client: S3Client, completeShards: Set<Int>, stats: [Int: Data], records: [Int: Data], hasSizesFile: Bool) {
+    /// Shard numbers of this copy whose stats object marks them complete.
+    public var completeShards: Set<Int> { completion.completeShards }
+
+    private init(client: S3Client, completion: ShardCompletion, records: [Int: Data], hasSizesFile: Bool) {
         self.client = client
-        self.completeShards = completeShards
-        self.stats = stats
+        self.completion = completion
         self.records = records
         self.hasSizesFile = hasSizesFile
     }
@@ -36,30 +39,31 @@ public final class S3ShardStore: Sendable {
         // moto refuses to verify a listing whose prefix holds an encoded slash: list by the prefix alone, keep the
         // names directly under it.
         let names = try await client.listObjects(prefix: location.prefix).compactMap { location.name(ofKey: $0.key) }
-        let complete = ShardFileName.completeShards(among: names).filter(owns)
+        let statsNames = names.filter { ShardFileName.parse($0).map { $0.kind == .stats && owns($0.number) } ?? false }
+        let stats = try await fetch(statsNames, from: client)
+        let completion = ShardCompletion(names: names, including: owns) { name in
+            ShardFileName.parse(name).flatMap { stats[$0.number] } ?? Data()
+        }
         for upload in try await client.listUploads(prefix: location.prefix) {
             guard let name = location.name(ofKey: upload.key), let (number, _) = ShardFileName.parse(name), owns(number) else { continue }
             try await client.abort(upload)
         }
-        for name in names {
-            guard let (number, kind) = ShardFileName.parse(name), kind != .stats, owns(number), !complete.contains(number) else { continue }
+        // An incomplete shard's stats object first: from then on every reader sees the shard as a killed run's.
+        let incomplete = names.filter { name in
+            guard let (number, _) = ShardFileName.parse(name), owns(number) else { return false }
+            return completion.complete[number] == nil
+        }
+        for name in incomplete.sorted(by: { ($0.hasSuffix("_stats.json") ? 0 : 1, $0) < ($1.hasSuffix("_stats.json") ? 0 : 1, $1) }) {
             try await client.delete(key: location.key(name))
         }
-        let stats = try await fetch(complete.map { ShardFileName.name(of: $0, .stats) }, from: client)
         var retried: [String] = []
         if let retry {
-            for (number, data) in stats {
-                let shard = ShardStats.read(data) ?? ShardStats(shard: number)
-                if retry.hasRows(in: shard.tally, rows: shard.rows) {
-                    retried.append(ShardFileName.name(of: number, .records))
-                }
+            for (number, shard) in completion.complete where retry.hasRows(in: shard.tally, rows: shard.rows) {
+                retried.append(ShardFileName.name(of: number, .records))
             }
         }
         let records = try await fetch(retried, from: client)
-        return S3ShardStore(
-            client: client, completeShards: complete, stats: stats, records: records,
-            hasSizesFile: names.contains(ShardSink.sizesFileName)
-        )
+        return S3ShardStore(client: client, completion: completion, records: records, hasSizesFile: names.contains(ShardSink.sizesFileName))
     }
 
     /// The objects `names` (shard files), eight at a time, by shard number.
@@ -115,9 +119,14 @@ public final class S3ShardStore: Sendable {
         try Self.blocking { () async throws(ObjectStoreError) in
             let location = client.location
             let names = try await client.listObjects(prefix: location.prefix).compactMap { location.name(ofKey: $0.key) }
-            for number in ShardFileName.completeShards(among: names) where counts.withLock({ $0[number] == nil }) {
-                let data = try await client.get(key: location.key(ShardFileName.name(of: number, .stats)))
-                if let saved = ShardStats.saved(in: data) { counts.withLock { $0[number] = saved } }
+            // Other copies' shards, by the one rule.
+            var stats: [String: Data] = [:]
+            for name in names where ShardFileName.parse(name).map({ $0.kind == .stats && known[$0.number] == nil }) ?? false {
+                stats[name] = try await client.get(key: location.key(name))
+            }
+            let others = ShardCompletion(names: names, including: { known[$0] == nil }) { stats[$0] ?? Data() }
+            counts.withLock { counts in
+                for (number, shard) in others.complete { counts[number] = shard.tally.saved }
             }
         }
         return counts.withLock { $0 }

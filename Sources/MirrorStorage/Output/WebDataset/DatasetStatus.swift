@@ -11,8 +11,12 @@ public struct DatasetStatus: Sendable, Hashable {
     public var shardsDone = 0
     /// Shard numbers below the highest one seen that have no stats (not run, still running, or killed).
     public var shardsMissing: [Int] = []
-    /// Shards with a tar or records but no stats: being written, or left by a killed run.
+    /// Shards with a tar or records but no stats to trust: being written, left by a killed run, or with stats that do
+    /// not read as theirs (``shardsUntrusted``).
     public var shardsIncomplete: [Int] = []
+    /// The stats files that do not mark their shard complete (``ShardCompletion``): `mirror urls` downloads those
+    /// shards again. Their shards are among ``shardsIncomplete``.
+    public var shardsUntrusted: [UntrustedShardStats] = []
     /// The earliest shard start and the latest shard end (Unix seconds), or `nil` when the stats do not say.
     public var started: Double?
     public var finished: Double?
@@ -31,6 +35,7 @@ public struct DatasetStatus: Sendable, Hashable {
         private enum CodingKeys: String, CodingKey {
             case rows, started, finished
             case shardsDone = "shards_done", shardsMissing = "shards_missing", shardsIncomplete = "shards_incomplete"
+            case shardsUntrusted = "shards_untrusted"
             case imagesPerSecond = "images_per_second"
         }
 
@@ -41,6 +46,7 @@ public struct DatasetStatus: Sendable, Hashable {
             try container.encode(status.shardsDone, forKey: .shardsDone)
             try container.encode(status.shardsMissing, forKey: .shardsMissing)
             try container.encode(status.shardsIncomplete, forKey: .shardsIncomplete)
+            try container.encode(status.shardsUntrusted.map(\.shard), forKey: .shardsUntrusted)
             try container.encodeIfPresent(status.started, forKey: .started)
             try container.encodeIfPresent(status.finished, forKey: .finished)
             try container.encodeIfPresent(status.imagesPerSecond, forKey: .imagesPerSecond)
@@ -52,22 +58,20 @@ public struct DatasetStatus: Sendable, Hashable {
     /// Saved images over the time from the first shard's start to the last one's end.
     public private(set) var imagesPerSecond: Double?
 
-    /// Sums the stats files (`name` → contents) among a listing of shard file names.
-    /// - Throws: ``Unreadable`` naming the first stats file that is not a stats object.
-    public init(names: [String], stats: (String) throws -> Data) throws {
-        var done = Set<Int>()
-        var seen = Set<Int>()
+    /// Sums the stats files (`name` → contents; `nil` for something that is not a regular file) among a listing of
+    /// shard file names: those that mark their shard complete (``ShardCompletion``, the rule `mirror urls` follows).
+    /// - Throws: what `stats` throws.
+    public init<Failure: Error>(names: [String], stats: (String) throws(Failure) -> Data?) throws(Failure) {
+        let completion = try ShardCompletion(names: names, stats: stats)
         var hostCopies: Int?
-        for name in names {
-            guard let (number, kind) = ShardFileName.parse(name) else { continue }
-            seen.insert(number)
-            guard kind == .stats else { continue }
-            guard let shard = ShardStats.read(try stats(name)) else { throw Unreadable(name: name) }
-            done.insert(number)
+        for number in completion.complete.keys.sorted() {
+            let shard = completion.complete[number]!
             add(shard)
             if let copy = shard.copy, copy.split == .host { hostCopies = copy.count }
         }
-        shardsDone = done.count
+        let seen = completion.seen
+        shardsDone = completion.complete.count
+        shardsUntrusted = completion.untrusted.values.sorted { $0.shard < $1.shard }
         // Split by host, copy I numbers its shards I, I+N, I+2N, …: a gap counts only below that copy's highest.
         let stride = hostCopies ?? 1
         var highest: [Int: Int] = [:]
@@ -76,16 +80,10 @@ public struct DatasetStatus: Sendable, Hashable {
             shardsMissing += Swift.stride(from: residue, through: top, by: stride).filter { !seen.contains($0) }
         }
         shardsMissing.sort()
-        shardsIncomplete = seen.subtracting(done).sorted()
+        shardsIncomplete = seen.subtracting(completion.complete.keys).sorted()
         if let started, let finished, finished > started {
             imagesPerSecond = Double(tally.saved) / (finished - started)
         }
-    }
-
-    /// A stats file that does not parse.
-    public struct Unreadable: Error, Sendable, CustomStringConvertible {
-        public var name: String
-        public var description: String { "\(name) is not a shard's stats (JSON with rows, saved, …)" }
     }
 
     private mutating func add(_ shard: ShardStats) {

@@ -26,12 +26,4 @@ public enum ShardFileName {
         }
     }
 
-    /// The numbers of the shards whose stats file is among `names`.
-    public static func completeShards(among names: some Sequence<String>) -> Set<Int> {
-        var complete = Set<Int>()
-        for name in names {
-            if let (number, kind) = parse(name), kind == .stats { complete.insert(number) }
-        }
-        return complete
-    }
 }

@@ -4,13 +4,16 @@ import MirrorTransport
 
 /// The folder: which shards are complete, what a killed run left, and the shard size the folder was made with.
 extension ShardSink {
-    /// The numbers of this copy's shards whose stats file exists; the files of its other shards (a killed run's) are
-    /// removed. Other copies' shards are left alone, complete or not.
-    static func completeShards(in directory: URL, owned: (Int) -> Bool) -> Set<Int> {
+    /// Which of this copy's shards are complete (``ShardCompletion``); the files of its other shards (a killed run's, or
+    /// one whose stats are not to be trusted) are removed. Other copies' shards are left alone, complete or not.
+    /// - Throws: ``FileError`` when a stats file cannot be read.
+    static func completion(in directory: URL, owned: (Int) -> Bool) throws(FileError) -> ShardCompletion {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
-        let complete = ShardFileName.completeShards(among: names).filter(owned)
-        removeShardFiles(in: directory) { owned($0) && !complete.contains($0) }
-        return complete
+        let completion = try ShardCompletion(names: names, including: owned) { name throws(FileError) in
+            try ShardCompletion.readStats(at: directory.appendingPathComponent(name))
+        }
+        removeShardFiles(in: directory) { owned($0) && completion.complete[$0] == nil }
+        return completion
     }
 
     /// Removes the `.tar` and `.jsonl` (and stats) files of the shard numbers `matching` says.

@@ -18,11 +18,13 @@ extension ShardSink {
         if let store = configuration.store {
             sizes = try store.sampleCounts(known: known)
         } else {
-            let names = (try? FileManager.default.contentsOfDirectory(atPath: configuration.directory.path)) ?? []
-            for number in ShardFileName.completeShards(among: names) where sizes[number] == nil {
-                let stats = configuration.directory.appendingPathComponent(ShardFileName.name(of: number, .stats))
-                if let saved = (try? Data(contentsOf: stats)).flatMap(ShardStats.saved(in:)) { sizes[number] = saved }
+            // Other copies' shards, by the one rule (a stats file that cannot be read now counts no samples).
+            let directory = configuration.directory
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+            let others = ShardCompletion(names: names, including: { known[$0] == nil }) { name in
+                (try? ShardCompletion.readStats(at: directory.appendingPathComponent(name))) ?? nil
             }
+            for (number, stats) in others.complete { sizes[number] = stats.tally.saved }
         }
         let object = Dictionary(uniqueKeysWithValues: sizes.map { (ShardFileName.name(of: $0.key, .tar), $0.value) })
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)

@@ -9,8 +9,9 @@ import MirrorTransport
 /// settled — saved, failed, a bad row, a duplicate, refused — in row order: `NNNNN.tar` holds `KEY.<ext>`,
 /// `KEY.json` (the record) and `KEY.txt` (the caption, when there is one) for each saved row; `NNNNN.jsonl` one line
 /// per row, failures included with their `status` and `error`; `NNNNN_stats.json` the counts. Each file appears whole
-/// (temporary name, fsync, link); the stats file comes last and is what marks the shard complete: a rerun skips a
-/// complete shard's rows without reading its files, and removes what a killed run left of an incomplete one. At the
+/// (temporary name, fsync, link); the stats file comes last and is what marks the shard complete — when it reads as the
+/// shard's stats (``ShardCompletion``): a rerun skips a complete shard's rows without reading its other files, and
+/// removes what a killed run left of an incomplete one, or what stands beside stats not to be trusted. At the
 /// end of a run that wrote a shard, `sizes.json` (`{"00000.tar": samples, …}`, what open_clip and other trainers read
 /// to size a dataset) is written anew, whole, from every complete shard's stats, other copies' included.
 ///
@@ -76,7 +77,7 @@ public final class ShardSink: ImageSink {
     private let looks: Locked<NearDuplicateSet<String>>
 
     package struct State {
-        /// Shards whose stats file exists (written by this run or an earlier one).
+        /// Shards whose stats file marks them complete (``ShardCompletion``: written by this run or an earlier one).
         package var complete: Set<Int>
         var open: [Int: OpenShard] = [:]
         package var published = 0
@@ -103,47 +104,45 @@ public final class ShardSink: ImageSink {
         case settled(url: URL?, provenance: ImageProvenance, outcome: RowOutcome)
     }
 
+    /// This copy's shards whose stats file was there but not to be trusted (``ShardCompletion``), by shard number: their
+    /// files were removed, and their rows are downloaded again.
+    public let untrustedStats: [UntrustedShardStats]
+
     /// Opens (creating) the folder, locks it, and finds which shards are complete.
     /// - Throws: `FolderLock.Held`, ``FileError``, or ``ShardSizeMismatch`` when the folder holds shards of another size.
     public init(configuration: Configuration) throws {
         self.configuration = configuration
         let directory = configuration.directory
-        do {
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        } catch {
-            throw FileError(operation: "create", path: directory.path, code: (error as NSError).code == NSFileWriteFileExistsError ? ENOTDIR : EACCES)
-        }
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: directory.path, isDirectory: &isDirectory), isDirectory.boolValue else {
-            throw FileError(operation: "use as a folder", path: directory.path, code: ENOTDIR)
-        }
+        // Real folders, as a folder's output has them: a symbolic link at `.mirror` (or at the folder itself: the CLI
+        // resolves the one the user names, ``OutputPath``) is refused, never written through.
+        try OutputFolder.makeDirectory(directory)
         var hidden = directory.appendingPathComponent(".mirror", isDirectory: true)
-        if let shard = configuration.shard { hidden.appendPathComponent(shard.directoryName, isDirectory: true) }
+        try OutputFolder.makeDirectory(hidden)
+        if let shard = configuration.shard {
+            hidden.appendPathComponent(shard.directoryName, isDirectory: true)
+            try OutputFolder.makeDirectory(hidden)
+        }
         self.hidden = hidden
-        try? FileManager.default.createDirectory(at: hidden, withIntermediateDirectories: true)
         lock = try FolderLock(at: hidden.appendingPathComponent("lock"))
         decodeJournal = try DecodeJournal(directory: hidden)
         try Self.checkShardSize(configuration, settings: hidden.appendingPathComponent("webdataset.json"))
         if configuration.shard == nil { AtomicFile.removeLeftovers(in: directory) }  // never another copy's files
         AtomicFile.removeLeftovers(in: hidden)
-        let complete: Set<Int>
-        let stats: (Int) -> Data?
+        let completion: ShardCompletion
         let records: (Int) -> Data?
         if let store = configuration.store {
             Self.removeShardFiles(in: hidden) { _ in true }  // what a killed run assembled and did not upload
-            complete = store.completeShards
-            (stats, records) = ({ store.stats[$0] }, { store.records[$0] })
+            completion = store.completion
+            records = { store.records[$0] }
         } else {
-            complete = Self.completeShards(in: directory, owned: configuration.owns)
-            let file = { (number: Int, kind: ShardFileName.Kind) in
-                try? Data(contentsOf: directory.appendingPathComponent(ShardFileName.name(of: number, kind)))
-            }
-            (stats, records) = ({ file($0, .stats) }, { file($0, .records) })
+            completion = try Self.completion(in: directory, owned: configuration.owns)
+            records = { try? Data(contentsOf: directory.appendingPathComponent(ShardFileName.name(of: $0, .records))) }
         }
-        var state = State(complete: Set(complete.compactMap(configuration.index(ofShard:))))
+        untrustedStats = completion.untrusted.values.sorted { $0.shard < $1.shard }
+        var state = State(complete: Set(completion.complete.keys.compactMap(configuration.index(ofShard:))))
         for index in state.complete {
             let number = configuration.number(ofShard: index)
-            let shard = stats(number).flatMap(ShardStats.read) ?? ShardStats(shard: number)
+            let shard = completion.complete[number] ?? ShardStats(shard: number)
             state.tallies[index] = shard.tally
             if let scope = configuration.retryFailed, let retried = RetriedShard(
                 index: index, shardSize: configuration.shardSize, scope: scope, stats: shard.tally,

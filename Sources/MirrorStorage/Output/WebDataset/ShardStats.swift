@@ -3,7 +3,7 @@ import MirrorCore
 
 /// What one shard's `NNNNN_stats.json` says: its rows' ``Tally``, and when and by which copy it was written. Read and
 /// written through `Codable`, one type for every reader (the shard sink, object storage, `mirror status`).
-struct ShardStats: Codable {
+package struct ShardStats: Codable, Sendable {
     var shard: Int
     var started: Date?
     var finished: Date?
@@ -22,14 +22,65 @@ struct ShardStats: Codable {
         self.shard = shard
     }
 
-    /// The stats in a file's contents, or `nil` when they are not a shard's stats (JSON with `rows` and `saved`).
-    static func read(_ data: Data) -> ShardStats? {
-        try? JSONDecoder().decode(ShardStats.self, from: data)
+    /// The most bytes a stats file may hold: mirror writes a few hundred (a count for each failure reason and each
+    /// signal that refused a row, of which there are dozens, not thousands).
+    static let maximumFileBytes = 64 << 10
+
+    /// The stats in the contents of the stats file (or object) `name`, when they are what mirror writes as shard
+    /// `NNNNN`'s completion mark: a JSON object of the stats' fields, naming this shard (or none), at least one row, no
+    /// count below zero, and the rows' outcomes adding up to its rows — every row ends in exactly one of `saved`,
+    /// `failed`, `invalid`, `duplicates`, `near_duplicates`, `filtered`, `opted_out` and `disallowed`.
+    ///
+    /// ``ShardCompletion`` applies it, for every reader.
+    static func verified(_ data: Data, name: String) -> Result<ShardStats, UntrustedShardStats> {
+        let number = ShardFileName.parse(name)?.number ?? -1
+        func untrusted(_ reason: String) -> Result<ShardStats, UntrustedShardStats> {
+            .failure(UntrustedShardStats(name: name, shard: number, reason: reason))
+        }
+        guard data.count <= maximumFileBytes else { return untrusted("\(data.count) bytes, where stats hold a few hundred") }
+        let stats: ShardStats
+        do {
+            stats = try JSONDecoder().decode(ShardStats.self, from: data)
+        } catch let error as DecodingError {
+            return untrusted(Self.reason(error))
+        } catch {
+            return untrusted("not JSON")
+        }
+        if let named = (try? JSONDecoder().decode(NamedShard.self, from: data))?.shard, named != number {
+            return untrusted("it names shard \(named)")
+        }
+        guard stats.rows > 0 else { return untrusted("\(stats.rows) rows") }
+        let tally = stats.tally
+        let outcomes = [tally.saved, tally.failed, tally.invalid, tally.duplicates, tally.nearDuplicates, tally.filtered, tally.optedOut, tally.disallowed]
+        let others = [tally.transient, tally.generated] + Array(tally.failures.values) + Array(tally.refusals.values)
+        guard (outcomes + others).allSatisfy({ $0 >= 0 }), tally.bytes >= 0 else { return untrusted("a count below zero") }
+        let settled = outcomes.reduce(0) { $0.addingReportingOverflow($1).partialValue }
+        guard settled == stats.rows else { return untrusted("its rows' outcomes add up to \(settled), not its \(stats.rows) rows") }
+        return .success(stats)
     }
 
-    /// The `saved` count of a stats file's contents, or `nil` when it is not a shard's stats.
-    static func saved(in data: Data) -> Int? {
-        read(data)?.tally.saved
+    /// What ``verified(_:name:)`` reads of `shard` (which ``init(from:)`` takes as 0 when it is missing).
+    private struct NamedShard: Decodable {
+        var shard: Int?
+    }
+
+    /// A decoding error as the part of a stats file it found wrong.
+    private static func reason(_ error: DecodingError) -> String {
+        func field(_ context: DecodingError.Context) -> String {
+            "\"" + context.codingPath.map(\.stringValue).joined(separator: ".") + "\""
+        }
+        switch error {
+        case let .dataCorrupted(context):
+            return context.codingPath.isEmpty ? "not JSON" : "its \(field(context)) is not valid"
+        case let .keyNotFound(key, _):
+            return "no \"\(key.stringValue)\""
+        case let .typeMismatch(_, context):
+            return context.codingPath.isEmpty ? "not a JSON object" : "its \(field(context)) has the wrong type"
+        case let .valueNotFound(_, context):
+            return context.codingPath.isEmpty ? "empty" : "its \(field(context)) is null"
+        @unknown default:
+            return "not a shard's stats"
+        }
     }
 
     func json() -> Data {
@@ -45,7 +96,7 @@ struct ShardStats: Codable {
         case ignoredOptOuts = "ignored_opt_outs"
     }
 
-    init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         shard = try container.decodeIfPresent(Int.self, forKey: .shard) ?? 0
         rows = try container.decode(Int.self, forKey: .rows)
@@ -64,7 +115,7 @@ struct ShardStats: Codable {
         ignoredOptOuts = Set(((try? container.decodeIfPresent([String].self, forKey: .ignoredOptOuts)) ?? nil ?? []).compactMap(ConsentSignal.init(rawValue:)))
     }
 
-    func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         try tally.counts.encode(to: encoder)
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(shard, forKey: .shard)

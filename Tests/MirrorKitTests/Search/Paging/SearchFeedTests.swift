@@ -520,22 +520,24 @@ struct SearchFeedTests {
     // MARK: - Cancellation
 
     @Test func cancellationDuringATransferIsPrompt() async throws {
-        // Given an Openverse that takes 20 s to answer
+        // Given an Openverse whose answer is held until the test is done (it once took 20 s, and the test polled for its
+        // request with a 10-s deadline of its own)
         let harness = try PagingHarness()
+        let gate = Gate()
+        defer { gate.open() }
         harness.server.route(prefix: "/v1/images/") { _ in
-            Response(status: 200, headers: [("Content-Type", "application/json")], body: .bytes(PagingPages.openverse(page: 1, pageCount: 1, numbers: [1])), latency: .seconds(20))
+            Response.ok(PagingPages.openverse(page: 1, pageCount: 1, numbers: [1]), contentType: "application/json").held(by: gate)
         }
         let feed = harness.makeFeed([harness.openverse])
 
-        // When the task asking for a result is cancelled once the request has arrived
+        // When the task asking for a result is cancelled once the request is held at the server
         let task = Task { try await feed.next() }
-        let arrived = await pagingEventually { harness.server.totalRequests == 1 }
-        try #require(arrived)
+        try #require(await gate.waitForArrivals(1))
         let cancelledAt = ContinuousClock.now
         task.cancel()
         let result = await task.result
 
-        // Then it ends with .cancelled well before the answer would have come
+        // Then it ends with .cancelled at once: the answer never comes
         #expect(ContinuousClock.now - cancelledAt < .seconds(3))
         guard case .failure(let error) = result else {
             Issue.record("expected cancellation, got \(result)")
@@ -545,16 +547,22 @@ struct SearchFeedTests {
     }
 
     @Test func cancellationDuringARateLimitWaitIsPrompt() async throws {
-        // Given an Openverse that asks to come back in 60 s
+        // Given an Openverse that asks to come back in 60 s, and a client whose sleeper says when a wait begins (the test
+        // once slept 100 ms after the request arrived, hoping the client was in its wait by then)
         let harness = try PagingHarness()
         harness.server.route(prefix: "/v1/images/") { _ in .status(429, headers: [("Retry-After", "60")]) }
-        let feed = harness.makeFeed([harness.openverse])
+        let waits = WaitSignal(threshold: .seconds(30))
+        let client = APIClient(loader: harness.driver, cache: nil, retry: PagingConfig.fastRetry, sleeper: waits.sleeper)
+        let configuration = SearchFeed.Configuration {
+            $0.requestInterval = .zero
+            $0.retry = PagingConfig.fastRetry
+            $0.jitterSeed = 7
+        }
+        let feed = SearchFeed(providers: [harness.openverse], query: SearchQuery(text: "kittens"), client: client, configuration: configuration)
 
-        // When the task is cancelled during the wait
+        // When the task is cancelled during the wait: once the sleeper is asked to wait 60 s
         let task = Task { try await feed.next() }
-        let arrived = await pagingEventually { harness.server.totalRequests == 1 }
-        try #require(arrived)
-        try await Task.sleep(for: .milliseconds(100))
+        try #require(await waits.begun.wait(for: 1))
         let cancelledAt = ContinuousClock.now
         task.cancel()
         let result = await task.result
@@ -567,6 +575,19 @@ struct SearchFeedTests {
         }
         #expect(error as? SearchError == .cancelled)
         #expect(harness.server.totalRequests == 1)
+    }
+}
+
+/// A real sleeper that signals when a sleep of at least `threshold` begins: for acting during a wait, not after a guess.
+struct WaitSignal: Sendable {
+    let threshold: Duration
+    let begun = Beacon()
+
+    var sleeper: APIClient.Sleeper {
+        APIClient.Sleeper(now: { ContinuousClock.now }) { [threshold, begun] duration in
+            if duration >= threshold { begun.signal() }
+            try await Task.sleep(for: duration)
+        }
     }
 }
 
@@ -594,14 +615,4 @@ final class PagingBox<Value: Sendable>: Sendable {
     func get() -> Value { lock.withLock { $0 } }
 
     func mutate(_ body: (inout Value) -> Void) { lock.withLock { body(&$0) } }
-}
-
-/// Polls until `condition` holds or 10 s pass.
-func pagingEventually(_ condition: () -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + .seconds(10)
-    while ContinuousClock.now < deadline {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(10))
-    }
-    return condition()
 }

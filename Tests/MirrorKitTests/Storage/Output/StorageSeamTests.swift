@@ -157,7 +157,7 @@ struct StorageSeamTests {
         let line = try #require(try JSONSerialization.jsonObject(with: Data(records.utf8)) as? [String: Any])
         #expect(line["reason"] as? String == "robots" && line["signal_location"] as? String == "robots.txt Disallow: / (group *)")
         #expect(line["purpose"] as? String == "ai-train")
-        let second = try #require(ShardStats.read(try Data(contentsOf: directory.appendingPathComponent("00001_stats.json"))))
+        let second = try ShardStats.verified(try Data(contentsOf: directory.appendingPathComponent("00001_stats.json")), name: "00001_stats.json").get()
         #expect(second.rows == 2 && second.tally.saved == 1 && second.tally.failed == 1 && second.tally.transient == 1)
         #expect(second.tally.failures == ["http-503": 1])
         // and a sink reopened on the folder knows the complete shards' rows, and their sum
