@@ -26,7 +26,8 @@ What it proves:
   rewrites only shards 1 and 3 (the others keep their bytes and mtimes), and both readers read the merged shards as
   they read the first section's: each key exactly once, in row order, every row but the 404s and the bad ones.
 - `--format folder` (bytes as served) and `--format folder --resize center-crop --size 64` (each format kept, GIF as
-  PNG) load with `datasets.load_dataset("imagefolder")` with their captions and recorded sizes.
+  PNG) load with `datasets.load_dataset("imagefolder")` with their captions and recorded sizes; `metadata.jsonl` is a
+  regular file with the manifest's bytes.
 - Labelled folders (`--queries`, against mirror-emulator) load with their labels; the README's Parquet recipe works.
 
 Every check says what it found when it fails; a failed check stops its section, the other sections still run, and
@@ -473,6 +474,15 @@ def webdataset_retry_failed():
           f"datasets' webdataset loader reads each key exactly once: {len(hf_keys)} rows, {len(set(hf_keys))} distinct")
 
 
+def check_metadata_copy(out):
+    """metadata.jsonl is a regular file (not a link) holding the manifest's bytes."""
+    metadata = os.path.join(out, "metadata.jsonl")
+    regular = os.path.isfile(metadata) and not os.path.islink(metadata)
+    check(regular, "metadata.jsonl is a regular file" + ("" if regular else f": link {os.path.islink(metadata)}, exists {os.path.exists(metadata)}"))
+    same = open(metadata, "rb").read() == open(os.path.join(out, "manifest.jsonl"), "rb").read()
+    check(same, "metadata.jsonl holds the manifest's bytes")
+
+
 def read_folder(out):
     """The folder as imagefolder loads it, and its manifest's records by key."""
     hf = loads('datasets.load_dataset("imagefolder") loads the folder',
@@ -480,6 +490,7 @@ def read_folder(out):
     check(hf.num_rows == EXPECTED, f"imagefolder reads {hf.num_rows} images, {EXPECTED} expected")
     records = {r["key"]: r for r in map(json.loads, open(os.path.join(out, "manifest.jsonl")))}
     check(len(records) == EXPECTED, f"the manifest has {len(records)} records, {EXPECTED} expected")
+    check_metadata_copy(out)
     rows = loads("imagefolder decodes every image", lambda: {row["key"]: row for row in hf})
     check_each(sorted(rows.items()), lambda i: rgb(i[1]["image"]).size == (i[1]["width"], i[1]["height"]),
                "each image has its recorded size", lambda i: f"{i[0]}: {i[1]['image'].size} recorded {i[1]['width']}×{i[1]['height']}")
@@ -581,7 +592,7 @@ try:
     section(f"WebDataset shards, --resize center-crop --size {SIZE}: every image KEY.jpg, {SIZE}×{SIZE}", webdataset_resized)
     section("WebDataset shards, --encode keep: the served bytes, mixed extensions (webdataset only)", webdataset_keep)
     section("WebDataset shards with rows that answered 503, then --retry-failed once the host recovered", webdataset_retry_failed)
-    section("Folder (imagefolder, with metadata.jsonl → manifest.jsonl): the served bytes", folder_as_served)
+    section("Folder (imagefolder, metadata.jsonl the manifest's copy): the served bytes", folder_as_served)
     section(f"Folder, --resize center-crop --size {SIZE}: formats kept, GIF as PNG", folder_resized)
     section("Labelled folders (--queries)", labelled_folders)
     section("Parquet, through the README's one-line recipe", parquet_recipe)
