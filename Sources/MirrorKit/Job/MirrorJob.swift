@@ -52,7 +52,9 @@ public struct MirrorJob: Sendable {
         let sink = try FolderSink(
             folder: folder, store: store, isSyncEnabled: configuration.isSyncEnabled, admissionLimit: needed,
             nameTemplate: configuration.nameTemplate, label: configuration.label, uniqueAcrossLabels: configuration.uniqueAcrossLabels,
-            deduplication: configuration.deduplication
+            deduplication: configuration.deduplication,
+            // The count is what the folder (or the label's) will hold: past the flat limit, subfolders from the first.
+            layout: configuration.layout.resolved(saved: folder.savedCount(label: configuration.label?.name), adding: needed)
         )
         let report = await Pipeline(configuration: pipeline, loader: driver).run(from: SearchSource(feed: feed, query: configuration.query), into: sink) { event in
             switch event {

@@ -54,6 +54,8 @@ public final class OutputFolder: Sendable {
         var keys: SpillingKeys
         /// Saved images' PDQ hashes, for `--dedup near`.
         var near = NearDuplicateFiles()
+        /// Where the folder's images are (flat, numbered subfolders), for where the next go.
+        var placement = FolderPlacement()
     }
 
     /// The kinds of key in ``State/keys``, each in its own namespace.
@@ -255,6 +257,9 @@ public final class OutputFolder: Sendable {
         truncate(journalURL.path, 0)
     }
 
+    /// Where the folder's images are, for where the next go (``ImageCommitter`` names a batch on a copy).
+    var placement: FolderPlacement { state.withLock { $0.placement } }
+
     // MARK: metadata.jsonl
 
     /// What a run says once when the folder's `metadata.jsonl` is someone else's (``Reconciliation/foreignMetadata``).
@@ -303,6 +308,7 @@ public final class OutputFolder: Sendable {
     // MARK: Helpers
 
     private static func remember(_ record: ManifestRecord, in state: inout State) {
+        state.placement.add(file: record.file, labelled: !(record.label ?? "").isEmpty)
         state.count += 1
         state.counts[record.label ?? "", default: 0] += 1
         if let normalized = CacheKey.normalized(record.url) {

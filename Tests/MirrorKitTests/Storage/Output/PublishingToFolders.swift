@@ -42,10 +42,10 @@ extension PublishingToFolders {
 
     /// Publishes images `seeds` (4×4 PNGs from `http://x/<seed>.png`) one at a time, each its own batch, into the folder
     /// opened anew, and returns their outcomes.
-    func publish(_ seeds: Range<Int>, into directory: TemporaryFolder, label: String? = nil) async throws -> [PublishOutcome] {
+    func publish(_ seeds: Range<Int>, into directory: TemporaryFolder, layout: FolderLayout = FolderLayout(), label: String? = nil) async throws -> [PublishOutcome] {
         let folder = try await reopen(directory)
         defer { folder.releaseLock() }
-        let sink = try FolderSink(folder: folder, label: label.map { ($0, $0) })
+        let sink = try FolderSink(folder: folder, label: label.map { ($0, $0) }, layout: layout)
         var outcomes: [PublishOutcome] = []
         for seed in seeds {
             let image = try verified(TestImages.png(width: 4, height: 4, seed: UInt64(seed)), in: directory.url, url: "http://x/\(seed).png")
