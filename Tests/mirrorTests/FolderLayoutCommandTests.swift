@@ -2,11 +2,11 @@ import Foundation
 import MirrorTestSupport
 import Testing
 
-/// Folders the Hugging Face Hub takes, end to end: `--layout` (numbered subfolders), `metadata.jsonl` as a real copy
-/// of the manifest, a rerun that fetches nothing and a run killed with SIGKILL finished by the next.
+/// Folders the Hugging Face Hub takes, end to end: `--layout` (numbered subfolders), `--split`, `metadata.jsonl` as a
+/// real copy of the manifest, a rerun that fetches nothing and a run killed with SIGKILL finished by the next.
 /// (The switch at 9,000 images and subfolders of 1,000 are run for real by scripts/check_datasets.py: 12,500 rows.)
-@Suite("Folder layout, end to end", .serialized)
-struct FolderLayoutCommandTests {
+@Suite("Folder layout and splits, end to end", .serialized)
+struct FolderLayoutCommandTests: EmulatedSearch {
     /// A server with `count` PNGs at /p/<i>.png, and their URLs.
     private func serve(_ count: Int) throws -> (TestServer, [String]) {
         let server = try TestServer.start()
@@ -75,11 +75,60 @@ struct FolderLayoutCommandTests {
         #expect(gallery.status == 0 && attribution.contains("`00000/19.png`"), "\(gallery.stderr) \(attribution.prefix(400))")
     }
 
-    @Test func aLayoutNotKnownIsAUsageError() async throws {
+    @Test func aSplitGoesIntoItsOwnFolder() async throws {
+        // Given a table of 6 images
+        let (server, urls) = try serve(6)
+        defer { server.stop() }
+        let work = TemporaryFolder()
+        let out = work.url.appendingPathComponent("ds")
+
+        // When its first four rows go to the train split and the rest to test
+        let train = try await MirrorBinary.run(["urls", "-", "--out", out.path, "--split", "train", "--quiet"], stdin: urls.prefix(4).joined(separator: "\n"))
+        let test = try await MirrorBinary.run(["urls", "-", "--out", out.path + "/", "--split", "test", "--quiet"], stdin: urls.suffix(2).joined(separator: "\n"))
+
+        // Then OUT holds the two splits' folders, each a folder of its own with its copy of its manifest
+        #expect(train.status == 0 && test.status == 0, "\(train.stderr) \(test.stderr)")
+        #expect(names(out) == ["test", "train"])
+        #expect(names(out.appendingPathComponent("train")) == [".mirror", "0.png", "1.png", "2.png", "3.png", "manifest.jsonl", "metadata.jsonl"])
+        #expect(records(out.appendingPathComponent("test")).compactMap { $0["file_name"] as? String }.sorted() == ["4.png", "5.png"])
+        expectMetadataIsTheManifest(out.appendingPathComponent("train"))
+        expectMetadataIsTheManifest(out.appendingPathComponent("test"))
+
+        // and the gallery of OUT shows both splits' images
+        let gallery = try await MirrorBinary.run(["gallery", out.path])
+        #expect(gallery.status == 0, "stderr: \(gallery.stderr)")
+        let attribution = (try? String(contentsOf: out.appendingPathComponent("ATTRIBUTION.md"), encoding: .utf8)) ?? ""
+        #expect(["train/0.png", "train/3.png", "test/5.png"].allSatisfy(attribution.contains), "\(attribution.prefix(600))")
+    }
+
+    @Test func aSearchFillsItsSplitInSubfolders() async throws {
+        let api = try emulator()
+        defer { api.stop() }
+        let out = TemporaryFolder()
+        let arguments = ["kittens", "--count", "12", "--out", out.path, "--split", "validation", "--layout", "subfolders", "--no-cache", "--quiet"]
+
+        let run = try await MirrorBinary.run(arguments, environment: environment(api))
+
+        #expect(run.status == 0, "stderr: \(run.stderr)")
+        #expect(out.visibleFiles == ["validation"])
+        let split = out.url.appendingPathComponent("validation")
+        let files = records(split).compactMap { $0["file_name"] as? String }
+        #expect(files.count == 12 && files.allSatisfy { $0.hasPrefix("00000/") && FileManager.default.fileExists(atPath: split.appendingPathComponent($0).path) })
+        expectMetadataIsTheManifest(split)
+
+        // A rerun makes no request
+        api.resetCounters()
+        let again = try await MirrorBinary.run(arguments, environment: environment(api))
+        #expect(again.status == 0 && api.totalAPIRequests == 0 && api.totalImageRequests == 0)
+    }
+
+    @Test func aLayoutOrSplitNotKnownIsAUsageError() async throws {
         let out = TemporaryFolder()
         for (arguments, words) in [
             (["urls", "-", "--out", out.path, "--layout", "sideways"], "Please provide one of 'auto', 'flat' or 'subfolders'"),
+            (["urls", "-", "--out", out.path, "--split", "holdout"], "Please provide one of 'train', 'validation' or 'test'"),
             (["urls", "-", "--out", out.path, "--layout", "flat", "--format", "webdataset"], "--layout is for --format folder"),
+            (["kittens", "--count", "5", "--out", out.path, "--split", "dev"], "Please provide one of 'train', 'validation' or 'test'"),
         ] {
             let run = try await MirrorBinary.run(arguments, stdin: "")
             #expect(run.status == 64, "\(arguments): \(run.status) \(run.stderr)")

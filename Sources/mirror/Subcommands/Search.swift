@@ -126,7 +126,7 @@ struct Search: AsyncParsableCommand {
     }
 
     func makeConfiguration(query: String? = nil, shard: WorkShard? = nil) throws -> MirrorJob.Configuration {
-        var directory = URL(fileURLWithPath: output)
+        var directory = URL(fileURLWithPath: folder.destination(output))
         // A folder is one run's (lock, manifest, state database): each copy of a sharded --queries fills its own.
         if let shard { directory.appendPathComponent(shard.directoryName, isDirectory: true) }
         var configuration = MirrorJob.Configuration(query: query ?? queryText, count: count, directory: directory)

@@ -107,6 +107,7 @@ struct Urls: AsyncParsableCommand {
         }
         let renderer = ProgressRenderer(mode: ProgressRenderer.mode(quiet: outputOptions.quiet), target: nil)
 
+        let output = folder.destination(output)
         var directory = URL(fileURLWithPath: output)
         var objectStore: URLListJob.ObjectStoreDestination?
         if let location = S3Location(output) {
