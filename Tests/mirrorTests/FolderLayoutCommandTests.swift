@@ -94,6 +94,10 @@ struct FolderLayoutCommandTests: EmulatedSearch {
         expectMetadataIsTheManifest(out.appendingPathComponent("train"))
         expectMetadataIsTheManifest(out.appendingPathComponent("test"))
 
+        // and mirror status OUT sums the splits, naming each
+        let status = try await MirrorBinary.run(["status", out.path])
+        #expect(status.status == 0 && status.stdout.contains("train       4 saved") && status.stdout.contains("test        2 saved")
+                && status.stdout.contains("saved       6"), "\(status.stdout) \(status.stderr)")
         // and the gallery of OUT shows both splits' images
         let gallery = try await MirrorBinary.run(["gallery", out.path])
         #expect(gallery.status == 0, "stderr: \(gallery.stderr)")
