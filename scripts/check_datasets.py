@@ -26,8 +26,15 @@ What it proves:
   rewrites only shards 1 and 3 (the others keep their bytes and mtimes), and both readers read the merged shards as
   they read the first section's: each key exactly once, in row order, every row but the 404s and the bad ones.
 - `--format folder` (bytes as served) and `--format folder --resize center-crop --size 64` (each format kept, GIF as
-  PNG) load with `datasets.load_dataset("imagefolder")` with their captions and recorded sizes.
+  PNG) load with `datasets.load_dataset("imagefolder")` with their captions and recorded sizes; `metadata.jsonl` is a
+  regular file with the manifest's bytes.
 - Labelled folders (`--queries`, against mirror-emulator) load with their labels; the README's Parquet recipe works.
+- A folder the Hugging Face Hub takes (issue 45): a 12,500-row table (small images, JPEG, PNG with and without alpha,
+  WebP, GIF, each made distinct by its row number in a comment) into a folder: no folder holds more than 10,000 files
+  (the images are in 00000/ … 00012/, 1,000 each, in saving order), `metadata.jsonl` is the manifest's copy with every
+  image on exactly one line, `load_dataset("imagefolder")` loads 12,500 rows whose images are those files; a rerun makes
+  no request (the server's log); a top-up of 600 rows adds 600, fills 00012/ and opens 00013/, and keeps the rule; and
+  what the README's `hf upload` line would upload is the images and the two jsonl files, never `.mirror/`.
 
 Every check says what it found when it fails; a failed check stops its section, the other sections still run, and
 the script exits 1 if any check failed.
@@ -35,12 +42,17 @@ the script exits 1 if any check failed.
 import csv
 import gzip
 import hashlib
+import io
 import json
 import os
 import random
+import shlex
+import struct
 import subprocess
 import sys
 import tempfile
+import time
+import zlib
 from dataclasses import dataclass, field
 
 import datasets
@@ -473,6 +485,15 @@ def webdataset_retry_failed():
           f"datasets' webdataset loader reads each key exactly once: {len(hf_keys)} rows, {len(set(hf_keys))} distinct")
 
 
+def check_metadata_copy(out):
+    """metadata.jsonl is a regular file (not a link) holding the manifest's bytes."""
+    metadata = os.path.join(out, "metadata.jsonl")
+    regular = os.path.isfile(metadata) and not os.path.islink(metadata)
+    check(regular, "metadata.jsonl is a regular file" + ("" if regular else f": link {os.path.islink(metadata)}, exists {os.path.exists(metadata)}"))
+    same = open(metadata, "rb").read() == open(os.path.join(out, "manifest.jsonl"), "rb").read()
+    check(same, "metadata.jsonl holds the manifest's bytes")
+
+
 def read_folder(out):
     """The folder as imagefolder loads it, and its manifest's records by key."""
     hf = loads('datasets.load_dataset("imagefolder") loads the folder',
@@ -480,6 +501,7 @@ def read_folder(out):
     check(hf.num_rows == EXPECTED, f"imagefolder reads {hf.num_rows} images, {EXPECTED} expected")
     records = {r["key"]: r for r in map(json.loads, open(os.path.join(out, "manifest.jsonl")))}
     check(len(records) == EXPECTED, f"the manifest has {len(records)} records, {EXPECTED} expected")
+    check_metadata_copy(out)
     rows = loads("imagefolder decodes every image", lambda: {row["key"]: row for row in hf})
     check_each(sorted(rows.items()), lambda i: rgb(i[1]["image"]).size == (i[1]["width"], i[1]["height"]),
                "each image has its recorded size", lambda i: f"{i[0]}: {i[1]['image'].size} recorded {i[1]['width']}×{i[1]['height']}")
@@ -537,6 +559,175 @@ def labelled_folders():
                lambda r: f"{r['file_name']} ({r['label']})")
 
 
+# A folder the Hub takes -----------------------------------------------------------------------------------------------
+
+HUB_ROWS = 12_500  # more images than the Hub takes in one folder
+HUB_TOP_UP = 600
+HUB_FOLDER_LIMIT = 10_000  # files (and folders) in one folder, the most the Hugging Face Hub takes
+HUB_VARIANTS = ["jpeg", "png", "png-alpha", "webp", "gif"]
+HUB_MARK = b"row-0000000"  # stamped with each row's number, so that no two images are the same bytes
+
+
+def hub_bases():
+    """Per variant, four small images (8–40 px) carrying HUB_MARK once, in a comment or a metadata chunk."""
+    from PIL.PngImagePlugin import PngInfo
+    bases = {}
+    for variant in HUB_VARIANTS:
+        bases[variant] = []
+        for number, size in enumerate([(12, 12), (24, 16), (16, 30), (40, 24)]):
+            image = noisy(size, (90, 60, 120), f"hub {variant} {number}")
+            buffer = io.BytesIO()
+            if variant == "jpeg":
+                image.save(buffer, "JPEG", quality=90, comment=HUB_MARK)
+            elif variant.startswith("png"):
+                info = PngInfo()
+                info.add_text("row", HUB_MARK.decode())
+                (with_transparent_quarter(image) if variant == "png-alpha" else image).save(buffer, "PNG", pnginfo=info)
+            elif variant == "webp":
+                exif = Image.Exif()
+                exif[0x010E] = HUB_MARK.decode()  # ImageDescription
+                image.save(buffer, "WEBP", quality=80, exif=exif.tobytes())
+            else:
+                image.convert("P", palette=Image.ADAPTIVE).save(buffer, "GIF", comment=HUB_MARK)
+            data = buffer.getvalue()
+            assert data.count(HUB_MARK) == 1, (variant, number)
+            bases[variant].append((data, size))
+    return bases
+
+
+def hub_image(bases, index):
+    """Row `index`'s image: (bytes, extension, size)."""
+    variant = HUB_VARIANTS[index % len(HUB_VARIANTS)]
+    data, size = bases[variant][(index // len(HUB_VARIANTS)) % 4]
+    data = data.replace(HUB_MARK, f"row-{index:07d}".encode())
+    if variant.startswith("png"):  # a tEXt chunk's CRC covers its data
+        at = data.index(b"tEXtrow\x00")
+        length = struct.unpack(">I", data[at - 4:at])[0]
+        data = data[:at + 4 + length] + struct.pack(">I", zlib.crc32(data[at:at + 4 + length])) + data[at + 8 + length:]
+    return data, EXTENSIONS[variant.split("-")[0]], size
+
+
+def folder_entries(root):
+    """Every folder under `root` (itself and `.mirror/` included) with how many entries it holds, files and folders."""
+    counts = {}
+    for directory, folders, files in os.walk(root):
+        counts[os.path.relpath(directory, root)] = len(folders) + len(files)
+    return counts
+
+
+def check_hub_folder(out, rows, sized):
+    """The rule and the files of a folder `rows` rows filled: no folder over the limit, the images in numbered folders
+    of 1,000 in saving order, metadata.jsonl the manifest's copy with every image on one line, imagefolder loading
+    them all. Returns the manifest's records."""
+    entries = folder_entries(out)
+    fullest = max(entries.items(), key=lambda item: item[1])
+    check(fullest[1] <= HUB_FOLDER_LIMIT,
+          f"no folder holds more than {HUB_FOLDER_LIMIT:,} files: the fullest, {fullest[0]!r}, holds {fullest[1]:,} ({len(entries)} folders)")
+    records = [json.loads(line) for line in open(os.path.join(out, "manifest.jsonl"), "rb")]
+    check(len(records) == rows, f"the manifest has {len(records):,} lines, {rows:,} expected")
+    names = [record["file_name"] for record in records]
+    folders = [name.split("/")[0] for name in names]
+    shapes = {len(name.split("/")) for name in names}
+    expected_folders = [f"{n:05d}" for n in range((rows + 999) // 1000)]
+    sizes = {folder: folders.count(folder) for folder in dict.fromkeys(folders)}
+    check(shapes == {2} and list(sizes) == expected_folders and folders == sorted(folders)
+          and all(count == 1000 for count in list(sizes.values())[:-1]),
+          f"every image is in a numbered folder of 1,000, filled in saving order (manifest order): {sizes}")
+    on_disk = sorted(os.path.relpath(os.path.join(directory, name), out) for directory, _, files in os.walk(out)
+                     if not os.path.relpath(directory, out).startswith(".mirror") for name in files
+                     if name not in ("manifest.jsonl", "metadata.jsonl"))
+    check_metadata_copy(out)
+    check(sorted(names) == on_disk and len(set(names)) == len(names),
+          f"every image on disk is on exactly one metadata.jsonl line: {len(on_disk):,} files, {len(names):,} lines, "
+          f"{len(set(names)):,} distinct")
+    started = time.monotonic()
+    hf = loads('datasets.load_dataset("imagefolder") loads the folder',
+               lambda: datasets.load_dataset("imagefolder", data_dir=out, split="train"))
+    loaded = time.monotonic() - started
+    check(hf.num_rows == rows, f"imagefolder loads {hf.num_rows:,} rows, {rows:,} expected ({loaded:.1f} s)")
+    paths = [row["path"] for row in hf.cast_column("image", datasets.Image(decode=False))["image"]]
+    from_out = sorted(os.path.relpath(path, out) for path in paths)
+    check(from_out == sorted(names), "imagefolder's rows are the files metadata.jsonl names, each once")
+    keys = list(hf["key"])
+    check(len(set(keys)) == rows, f"each row's key once: {len(set(keys)):,} distinct of {rows:,}")
+    sample = range(0, rows, 25)
+    decoded = loads("imagefolder decodes every 25th image", lambda: [(hf[i]["key"], rgb(hf[i]["image"]).size) for i in sample])
+    wrong = [(key, size) for key, size in decoded if size != sized(int(key))]
+    check(not wrong, f"each of {len(decoded)} images decoded has its served size" + (f"; not: {wrong[:3]}" if wrong else ""))
+    return records
+
+
+def hub_folder():
+    served = os.path.join(served_directory, "hub")
+    os.makedirs(served)
+    bases = hub_bases()
+    total = HUB_ROWS + HUB_TOP_UP
+    sizes = {}
+    for index in range(total):
+        data, extension, sizes[index] = hub_image(bases, index)
+        with open(os.path.join(served, f"{index}.{extension}"), "wb") as handle:
+            handle.write(data)
+    extensions = {index: hub_image(bases, index)[1] for index in range(total)}
+
+    def table(rows):
+        path = os.path.join(work, f"hub-{rows}.csv.gz")
+        with gzip.open(path, "wt", newline="") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(["url", "caption"])
+            for index in range(rows):
+                writer.writerow([f"http://127.0.0.1:{port}/hub/{index}.{extensions[index]}", f"picture {index}"])
+        return path
+
+    out = os.path.join(work, "hub-folder")
+    arguments = lambda rows: ["urls", table(rows), "--out", out, "--quiet", "--json", "--no-cache"]
+    start = requests_logged(IMAGE_LOG)[1]
+    began = time.monotonic()
+    first = mirror(arguments(HUB_ROWS), 0, env)
+    took = time.monotonic() - began
+    summary = json.loads(first.stdout.strip().splitlines()[-1])
+    requested, start = requests_logged(IMAGE_LOG, start)
+    images = [path for _, path, _ in requested if path.startswith("/hub/")]
+    check(summary.get("saved") == HUB_ROWS and len(images) == HUB_ROWS,
+          f"the run saved {summary.get('saved')} of {HUB_ROWS:,} rows with {len(images):,} image requests in {took:.1f} s")
+    check_hub_folder(out, HUB_ROWS, sizes.get)
+
+    # A rerun makes no request (robots.txt is remembered for a day in .mirror/sites.sqlite)
+    again = mirror(arguments(HUB_ROWS), 0, env)
+    requested, start = requests_logged(IMAGE_LOG, start)
+    summary = json.loads(again.stdout.strip().splitlines()[-1])
+    check(not requested and summary.get("saved") == 0,
+          f"a rerun makes no request: {len(requested)} requests, saved {summary.get('saved')}, already there {summary.get('skipped')}")
+
+    # A top-up: the table grows by 600 rows
+    before = {name: os.stat(os.path.join(out, name)).st_ino for name in (r["file_name"] for r in
+              map(json.loads, open(os.path.join(out, "manifest.jsonl"), "rb")))}
+    topped = mirror(arguments(total), 0, env)
+    requested, start = requests_logged(IMAGE_LOG, start)
+    summary = json.loads(topped.stdout.strip().splitlines()[-1])
+    new_paths = sorted(path for _, path, _ in requested if path.startswith("/hub/"))
+    expected_paths = sorted(f"/hub/{i}.{extensions[i]}" for i in range(HUB_ROWS, total))
+    check(summary.get("saved") == HUB_TOP_UP and new_paths == expected_paths,
+          f"a top-up of {HUB_TOP_UP} rows saves {summary.get('saved')} and requests those {len(new_paths)} images only")
+    moved = [name for name, inode in before.items() if not os.path.exists(os.path.join(out, name))
+             or os.stat(os.path.join(out, name)).st_ino != inode]
+    check(not moved, f"the top-up moved no saved image ({len(before):,} where they were)" + (f"; moved: {moved[:3]}" if moved else ""))
+    records = check_hub_folder(out, total, sizes.get)
+    last = [r["file_name"].split("/")[0] for r in records[HUB_ROWS:]]
+    check(set(last) == {"00012", "00013"}, f"the top-up filled 00012/ and went on in 00013/: {sorted(set(last))}")
+
+    # What the README's `hf upload` line sends: the images and the two jsonl files, never .mirror/
+    from huggingface_hub.utils import filter_repo_objects
+    readme = open(os.path.join(os.path.dirname(__file__), "..", "README.md"), encoding="utf-8").read()
+    line = next(line for line in readme.splitlines() if line.startswith("hf upload "))
+    words = shlex.split(line.split("#")[0])
+    excluded = [words[i + 1] for i, word in enumerate(words) if word == "--exclude"]
+    every = [os.path.relpath(os.path.join(directory, name), out) for directory, _, files in os.walk(out) for name in files]
+    sent = list(filter_repo_objects(every, ignore_patterns=excluded))
+    check(len(sent) == total + 2 and "metadata.jsonl" in sent and not any(".mirror" in name for name in sent),
+          f"`{line.split('#')[0].strip()}` would send {len(sent):,} files: the {total:,} images, manifest.jsonl and "
+          f"metadata.jsonl, none of .mirror/ ({len(every) - len(sent)} left out)")
+
+
 def parquet_recipe():
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -581,10 +772,11 @@ try:
     section(f"WebDataset shards, --resize center-crop --size {SIZE}: every image KEY.jpg, {SIZE}×{SIZE}", webdataset_resized)
     section("WebDataset shards, --encode keep: the served bytes, mixed extensions (webdataset only)", webdataset_keep)
     section("WebDataset shards with rows that answered 503, then --retry-failed once the host recovered", webdataset_retry_failed)
-    section("Folder (imagefolder, with metadata.jsonl → manifest.jsonl): the served bytes", folder_as_served)
+    section("Folder (imagefolder, metadata.jsonl the manifest's copy): the served bytes", folder_as_served)
     section(f"Folder, --resize center-crop --size {SIZE}: formats kept, GIF as PNG", folder_resized)
     section("Labelled folders (--queries)", labelled_folders)
     section("Parquet, through the README's one-line recipe", parquet_recipe)
+    section(f"A folder the Hub takes: {HUB_ROWS:,} rows, a rerun, a top-up of {HUB_TOP_UP}", hub_folder)
 finally:
     stop(server)
 

@@ -20,7 +20,7 @@ public final class TemporaryFolder: Sendable {
         ((try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? []).sorted()
     }
 
-    /// Visible files (the images and the manifest), without `metadata.jsonl`, the manifest's link for `imagefolder`.
+    /// Visible files (the images and the manifest), without `metadata.jsonl`, the manifest's copy for `imagefolder`.
     public var visibleFiles: [String] {
         fileNames.filter { !$0.hasPrefix(".") && $0 != "metadata.jsonl" }
     }

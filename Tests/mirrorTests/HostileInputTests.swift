@@ -82,8 +82,8 @@ struct HostileInputTests {
         #expect(Self.tree(work.url).filter { !$0.hasPrefix("out/") && $0 != "out" }.isEmpty, "wrote outside: \(Self.tree(work.url))")
         #expect(!FileManager.default.fileExists(atPath: "/tmp/mirror-pwned"))
         let images = try FileManager.default.contentsOfDirectory(atPath: out.path).filter { $0 != "manifest.jsonl" && $0 != "metadata.jsonl" && $0 != ".mirror" }
-        // metadata.jsonl is mirror's own link to the manifest (for Hugging Face imagefolder), never an image's name
-        #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: out.appendingPathComponent("metadata.jsonl").path)) == "manifest.jsonl")
+        // metadata.jsonl is mirror's own copy of the manifest (for Hugging Face imagefolder), never an image's name
+        #expect(FileManager.default.contents(atPath: out.appendingPathComponent("metadata.jsonl").path) == FileManager.default.contents(atPath: out.appendingPathComponent("manifest.jsonl").path))
         #expect(images.count == count)
         for name in images {
             Self.expectSafe(name)

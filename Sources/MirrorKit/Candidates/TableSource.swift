@@ -83,6 +83,37 @@ public final class TableSource: CandidateSource, @unchecked Sendable {  // `read
         }
     }
 
+    /// Reads ahead, keeping every item for ``next()``, until `limit` of this copy's candidates pass `counting` or the
+    /// table ends; returns how many passed (at most `limit`), or `nil` when it cannot say: the table failed to read
+    /// (``next()`` reports it in its place), or `rowLimit` items were read first (so that what is held stays bounded).
+    /// Called before the first ``next()``: a folder job asks whether the table may take its folder past the size where
+    /// it goes into subfolders (``FolderLayout/resolved(saved:adding:)``).
+    public func countAhead(upTo limit: Int, rowLimit: Int, counting: @escaping @Sendable (Candidate) -> Bool) async -> Int? {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Int?, Never>) in
+            queue.async { [self] in
+                var counted = 0
+                while true {
+                    let (held, taken, ended, failed) = state.withLock { ($0.ahead.count - $0.index, $0.tally.taken, $0.ended, $0.failure != nil) }
+                    if failed { return continuation.resume(returning: nil) }
+                    if ended || counted >= limit { return continuation.resume(returning: min(counted, limit)) }
+                    if held >= rowLimit { return continuation.resume(returning: nil) }
+                    let batch = readAhead(slotsFrom: taken + held)
+                    for (item, _) in batch.items {
+                        if case let .candidate(candidate) = item, counting(candidate) { counted += 1 }
+                    }
+                    state.withLock { state in
+                        state.ahead.removeFirst(state.index)
+                        state.index = 0
+                        state.ahead += batch.items.map { ($0.item, $0.rows) }
+                        state.rowsRead += batch.rows
+                        state.ended = batch.ended
+                        state.failure = batch.failure
+                    }
+                }
+            }
+        }
+    }
+
     /// The next item, reading the next batch first if it is needed; on ``queue``. The reads happen outside the lock,
     /// so that a caller that finds items ready never waits for the disk.
     private func nextOnQueue() throws -> SourceItem? {

@@ -4,8 +4,9 @@ import MirrorSearch
 import MirrorStorage
 
 /// What an output holds, read back for looking at: every saved image's record and where its bytes are, whatever the
-/// layout — a folder (`manifest.jsonl`), labelled subfolders (the same manifest), WebDataset shards (`NNNNN.jsonl`
-/// beside `NNNNN.tar`), or the `shard-I-of-N/` folders of a sharded job — and the searches that filled it.
+/// layout — a folder (`manifest.jsonl`, its images flat or in numbered subfolders), labelled subfolders (the same
+/// manifest), WebDataset shards (`NNNNN.jsonl` beside `NNNNN.tar`), the `shard-I-of-N/` folders of a sharded job, or
+/// the `train/`, `validation/` and `test/` folders of splits — and the searches that filled it.
 public struct SavedImages: Sendable {
     /// One saved image.
     public struct Item: Sendable, Hashable {
@@ -64,7 +65,8 @@ public struct SavedImages: Sendable {
         if FileManager.default.fileExists(atPath: database.path), let store = try? StateStore(url: database) {
             searches += (try? store.searches()) ?? []
         }
-        for name in names where name.hasPrefix("shard-") && name.contains("-of-") {
+        // The folders of a sharded job's copies and of the splits (`--split`), each an output of its own.
+        for name in names where (name.hasPrefix("shard-") && name.contains("-of-")) || DatasetSplit(rawValue: name) != nil {
             let sub = directory.appendingPathComponent(name, isDirectory: true)
             var isDirectory: ObjCBool = false
             if FileManager.default.fileExists(atPath: sub.path, isDirectory: &isDirectory), isDirectory.boolValue {

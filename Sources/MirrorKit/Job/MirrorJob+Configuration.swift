@@ -38,6 +38,9 @@ extension MirrorJob {
         /// The label of this query's images and the subfolder they go to (`--queries`: the query and its folder
         /// name), or `nil` for a flat folder. ``count`` then counts that subfolder's images only.
         public var label: (name: String, subfolder: String)?
+        /// Where in the folder (or the label's folder) the images go (`--layout`). Default automatic: numbered subfolders
+        /// of 1,000 when ``count`` is over 9,000 (or the folder has subfolders already), else flat.
+        public var layout = FolderLayout()
         /// Whether an image another label holds is refused rather than kept again (`--unique-across-queries`).
         public var uniqueAcrossLabels = false
         /// What is taken for a duplicate of a saved image (`--dedup`). Default ``Deduplication/near``: the folder's

@@ -32,6 +32,7 @@ public struct MirrorJob: Sendable {
         let providers = try makeProviders()
         let folder = try OutputFolder(directory: configuration.directory, nearDuplicates: configuration.deduplication.nearPolicy)
         defer { folder.releaseLock() }  // `--queries` opens the folder again for the next query, in this process
+        if folder.reconciliation.foreignMetadata { onEvent(.notice(OutputFolder.foreignMetadataNotice)) }
         let store = try StateStore(url: folder.stateDirectory.appendingPathComponent("state.sqlite"))
         try store.synchronizeImages(with: folder.records)
         let providerNames = configuration.providers.joined(separator: ",")
@@ -51,7 +52,9 @@ public struct MirrorJob: Sendable {
         let sink = try FolderSink(
             folder: folder, store: store, isSyncEnabled: configuration.isSyncEnabled, admissionLimit: needed,
             nameTemplate: configuration.nameTemplate, label: configuration.label, uniqueAcrossLabels: configuration.uniqueAcrossLabels,
-            deduplication: configuration.deduplication
+            deduplication: configuration.deduplication,
+            // The count is what the folder (or the label's) will hold: past the flat limit, subfolders from the first.
+            layout: configuration.layout.resolved(saved: folder.savedCount(label: configuration.label?.name), adding: needed)
         )
         let report = await Pipeline(configuration: pipeline, loader: driver).run(from: SearchSource(feed: feed, query: configuration.query), into: sink, onEvent: onEvent)
         // Keep the cache (images and pages, one folder) within its size limit, least recently used first.

@@ -22,6 +22,10 @@ extension URLListJob {
         public var readsSiteFiles = true
         /// How saved images are resized and re-encoded; `nil` keeps the bytes as served.
         public var transform: ImageTransform?
+        /// Where in a folder the images go (`--layout`): the folder itself or numbered subfolders. Default automatic:
+        /// subfolders when the table's rows the folder lacks may take it past 9,000 images, else flat
+        /// (``URLListJob/layout(_:of:table:skipped:)``).
+        public var layout = FolderLayout()
         /// What is taken for a duplicate of a saved image (`--dedup`). Default ``Deduplication/exact``: a row is a row.
         public var deduplication: Deduplication = .exact
         /// Which valid images are wanted (`--min-image-size`, `--max-aspect-ratio`); `nil` for all.

@@ -34,11 +34,13 @@ public struct URLListJob: Sendable {
         switch configuration.format {
         case .folder:
             let folder = try OutputFolder(directory: configuration.directory, nearDuplicates: configuration.deduplication.nearPolicy)
+            if folder.reconciliation.foreignMetadata { onEvent(.notice(OutputFolder.foreignMetadataNotice)) }
             let memory = try FailureMemory(folder: folder, retry: configuration.retryFailed)
             failures = memory
             sink = try FolderSink(
                 folder: folder, failures: memory.store, retried: memory.retried, isSyncEnabled: configuration.isSyncEnabled,
-                deduplication: configuration.deduplication
+                deduplication: configuration.deduplication,
+                layout: await Self.layout(configuration.layout, of: folder, table: table, skipped: memory.skipped)
             )
         case let .webDataset(shardSize):
             var shards = ShardSink.Configuration(directory: configuration.directory, shardSize: shardSize)
@@ -95,5 +97,22 @@ public struct URLListJob: Sendable {
         if configuration.shard != nil { summary.tableRows = table.share.rows }
         summary.seconds = (ContinuousClock.now - started).seconds
         return summary
+    }
+}
+
+extension URLListJob {
+    /// The folder's layout for this table: an automatic one is subfolders from the first image when the rows the folder
+    /// lacks (not saved, and not failed earlier and passed over) may take it past ``FolderLayout/flatLimit``, counted by
+    /// reading that far ahead (the rows read are kept for the run; at most twice the limit, so that a table of rows
+    /// the folder has costs bounded memory); otherwise as given.
+    static func layout(_ layout: FolderLayout, of folder: OutputFolder, table: TableSource, skipped: Set<String>) async -> FolderLayout {
+        let saved = folder.savedCount
+        // At the limit already, an automatic layout goes on in subfolders by itself.
+        guard layout.mode == .automatic, saved < layout.flatLimit else { return layout }
+        let adding = await table.countAhead(upTo: layout.flatLimit - saved + 1, rowLimit: 2 * layout.flatLimit) { candidate in
+            let key = CacheKey(url: candidate.url).normalizedURL
+            return !skipped.contains(key) && !folder.contains(normalizedURL: key)
+        }
+        return layout.resolved(saved: saved, adding: adding)
     }
 }

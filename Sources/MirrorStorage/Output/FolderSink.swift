@@ -38,11 +38,13 @@ public final class FolderSink: ImageSink {
     ///   - label: The label of this run's images and their subfolder (made if missing), or `nil` for none.
     ///   - uniqueAcrossLabels: Whether bytes another label holds are refused rather than kept again.
     ///   - deduplication: What is taken for a duplicate of a saved image (`--dedup`). Default ``Deduplication/exact``.
+    ///   - layout: Where in the folder new images go (`--layout`; a job resolves an automatic one by what it may add,
+    ///     ``FolderLayout/resolved(saved:adding:)``). Default automatic: flat until the folder holds 9,000 images.
     public init(
         folder: OutputFolder, store: StateStore? = nil, failures: StateStore? = nil, retried: Set<String> = [],
         isSyncEnabled: Bool = true, admissionLimit: Int? = nil,
         nameTemplate: NameTemplate? = nil, label: (name: String, subfolder: String)? = nil, uniqueAcrossLabels: Bool = false,
-        deduplication: Deduplication = .exact
+        deduplication: Deduplication = .exact, layout: FolderLayout = FolderLayout()
     ) throws(FileError) {
         self.folder = folder
         self.store = store
@@ -53,7 +55,7 @@ public final class FolderSink: ImageSink {
         if let label { try folder.makeSubfolder(label.subfolder) }
         committer = ImageCommitter(
             folder: folder, store: store, isSyncEnabled: isSyncEnabled, admissionLimit: admissionLimit, uniqueAcrossLabels: uniqueAcrossLabels,
-            deduplication: deduplication
+            deduplication: deduplication, layout: layout
         )
     }
 

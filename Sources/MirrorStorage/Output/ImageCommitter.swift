@@ -11,7 +11,8 @@ import MirrorTransport
 /// batch's first image (or ``fullBatch`` images), so batches grow with the load. For each batch: fsync its files (a
 /// large batch with one `syncfs` of the folder's file system, a small one file by file, in parallel on a small pool);
 /// drop duplicates (by SHA-256, against the folder and within the batch) and anything beyond the admission limit; pick
-/// a free name for each survivor; write the batch to the journal; link each file into place; fsync the folder; record
+/// a free name for each survivor, in the folder or the numbered subfolder the ``layout`` places it in (made if
+/// missing); write the batch to the journal; link each file into place; fsync the folders; record
 /// the batch in the state database in one transaction; append the manifest lines; clear the journal. A kill before the
 /// links leaves only temporary files (deleted next run); a kill after leaves files the journal names (verified and
 /// adopted next run).
@@ -73,6 +74,9 @@ public final class ImageCommitter: Sendable {
     public let uniqueAcrossLabels: Bool
     /// What is taken for a duplicate (`--dedup`). Default ``Deduplication/exact``.
     public let deduplication: Deduplication
+    /// Where in the folder new images go: the folder itself or numbered subfolders (`--layout`). Default
+    /// ``FolderLayout/Mode/automatic``.
+    public let layout: FolderLayout
     private let crossLabel = Locked(0)
 
     /// Images saved this run whose bytes another label already holds.
@@ -83,8 +87,9 @@ public final class ImageCommitter: Sendable {
 
     public init(
         folder: OutputFolder, store: StateStore? = nil, isSyncEnabled: Bool = true, admissionLimit: Int? = nil, uniqueAcrossLabels: Bool = false,
-        deduplication: Deduplication = .exact
+        deduplication: Deduplication = .exact, layout: FolderLayout = FolderLayout()
     ) {
+        self.layout = layout
         self.uniqueAcrossLabels = uniqueAcrossLabels
         self.deduplication = deduplication
         if let policy = deduplication.nearPolicy { folder.useNearDuplicates(policy) }
@@ -162,6 +167,10 @@ public final class ImageCommitter: Sendable {
     private func publish(_ batch: [Item]) -> [Outcome] {
         var outcomes = [Outcome?](repeating: nil, count: batch.count)
         var accepted: [(index: Int, name: String, record: ManifestRecord)] = []
+        // Where this batch's images go, on a copy of the folder's placement: a batch that fails changes nothing.
+        var placement = folder.placement
+        // The folders this batch's files go into, from the output folder (`""`), labels' and numbered subfolders.
+        var folders: Set<String> = []
         var batchDigests: [String: String] = [:]
         var batchAnyLabel: Set<String> = []
         var batchNames: Set<String> = []
@@ -192,7 +201,11 @@ public final class ImageCommitter: Sendable {
                 outcomes[index] = .failure(.notAdmitted)
                 continue
             }
-            let name = freeName(for: item, index: folder.savedCount + accepted.count + 1, avoiding: batchNames)
+            let base = item.label?.subfolder ?? ""
+            let subfolder = placement.place(in: base, layout: layout).map(FolderLayout.subfolderName)
+            let into = [base, subfolder ?? ""].filter { !$0.isEmpty }.joined(separator: "/")
+            folders.insert(into)
+            let name = freeName(for: item, in: into, index: folder.savedCount + accepted.count + 1, avoiding: batchNames)
             batchNames.insert(name.lowercased())
             if label != nil, !uniqueAcrossLabels, folder.file(withSHA256: digest, anyLabel: true) != nil || batchAnyLabel.contains(digest) {
                 crossLabel.withLock { $0 += 1 }
@@ -211,13 +224,17 @@ public final class ImageCommitter: Sendable {
         let directory = folder.directory.path + "/"
         do throws(FileError) {
             try folder.writeJournal(lines, sync: isSyncEnabled)
+            // A numbered subfolder is made when its first image comes (a label's folder is made with its sink).
+            for subfolder in folders where !subfolder.isEmpty { try folder.makeSubfolder(subfolder) }
             for entry in accepted {
                 try AtomicFile.publish(temporaryPath: batch[entry.index].temporaryPath, as: directory + entry.name)
                 published.append(entry.name)
             }
             if isSyncEnabled {
-                // Every folder a file was renamed into: the output folder, and the subfolders of labelled images.
-                for subfolder in Set(accepted.compactMap { batch[$0.index].label?.subfolder }) {
+                // Every folder a file was renamed into, deepest first, then the ones holding them (a label's folder
+                // holds its numbered subfolders, made perhaps in this batch), then the output folder.
+                let labels = Set(accepted.compactMap { batch[$0.index].label?.subfolder })
+                for subfolder in folders.union(labels).sorted(by: >) where !subfolder.isEmpty {
                     try AtomicFile.syncDirectory(folder.directory.appendingPathComponent(subfolder, isDirectory: true))
                 }
                 try AtomicFile.syncDirectory(folder.directory)
@@ -262,10 +279,11 @@ public final class ImageCommitter: Sendable {
         return best
     }
 
-    /// A name no saved file and no file of this batch has, ignoring case (`batchNames` are lowercased).
-    private func freeName(for item: Item, index: Int, avoiding batchNames: Set<String>) -> String {
+    /// A name in the folder `into` (a path from the output folder, `""` for itself) that no saved file and no file of
+    /// this batch has, ignoring case (`batchNames` are lowercased).
+    private func freeName(for item: Item, in into: String, index: Int, avoiding batchNames: Set<String>) -> String {
         let format = item.image.info.format
-        let prefix = item.label.map { $0.subfolder + "/" } ?? ""
+        let prefix = into.isEmpty ? "" : into + "/"
         let plain = prefix + (item.name?(index) ?? FileNaming.fileName(stem: item.stem, format: format))
         if !batchNames.contains(plain.lowercased()) && !folder.isTaken(plain) { return plain }
         let stem = String(plain.dropFirst(prefix.count).dropLast(format.fileExtension.count + 1))

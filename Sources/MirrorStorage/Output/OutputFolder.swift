@@ -11,6 +11,16 @@ import MirrorTransport
 /// left are deleted; images that a kill published but kept out of the manifest (they are listed in
 /// the journal) are verified by hash and adopted; manifest lines whose file is gone are dropped. From
 /// then on the manifest and the files agree, and every later publish keeps them agreeing.
+///
+/// `metadata.jsonl`, the file Hugging Face `imagefolder` reads, is a copy of `manifest.jsonl`, byte for byte: every
+/// batch's lines are appended to the manifest, then to the copy (a failure of either takes the batch back from both).
+/// So the copy is always the manifest or, after a kill between the two appends, a part of it from its start; opening
+/// the folder writes it anew (to a temporary file renamed over it) whenever it is not the whole manifest — missing,
+/// behind, or an earlier mirror's symbolic link to the manifest (a link stored by git is not the file the Hub reads).
+/// A `metadata.jsonl` that is no part of the manifest is someone else's: it is left as it is, and not appended to
+/// (``Reconciliation/foreignMetadata``). Two files rather than one under two names: the manifest keeps its name for
+/// every reader it has (scripts, `mirror gallery`, `mirror status`), the copy is a plain file for the Hub, git, zip
+/// and Windows; it costs the manifest's bytes twice (about 1.2 KB an image) and one more append per batch.
 public final class OutputFolder: Sendable {
     /// What opening the folder had to repair.
     public struct Reconciliation: Sendable, Hashable {
@@ -20,6 +30,11 @@ public final class OutputFolder: Sendable {
         public var adoptedFiles = 0
         /// Manifest lines whose file no longer exists, dropped.
         public var droppedRecords = 0
+        /// `metadata.jsonl` written anew as a copy of the manifest: it was missing, behind it (a kill between the two
+        /// appends), or an earlier mirror's link to it.
+        public var rewroteMetadata = false
+        /// A `metadata.jsonl` that is no copy of the manifest (someone else's), left as it is and not kept up.
+        public var foreignMetadata = false
     }
 
     /// What is saved, as lookups. Keys are 128-bit fingerprints, not the strings themselves (16 bytes a key instead of
@@ -39,6 +54,8 @@ public final class OutputFolder: Sendable {
         var keys: SpillingKeys
         /// Saved images' PDQ hashes, for `--dedup near`.
         var near = NearDuplicateFiles()
+        /// Where the folder's images are (flat, numbered subfolders), for where the next go.
+        var placement = FolderPlacement()
     }
 
     /// The kinds of key in ``State/keys``, each in its own namespace.
@@ -49,20 +66,14 @@ public final class OutputFolder: Sendable {
     public let directory: URL
     public let stateDirectory: URL
     public let manifestURL: URL
+    /// `metadata.jsonl`: the manifest's copy under the name `imagefolder` reads (unless ``Reconciliation/foreignMetadata``).
+    public let metadataURL: URL
     let journalURL: URL
     /// The images being decoded, so that a crash in a decoder costs its row, never the job (``DecodeJournal``).
     public let decodeJournal: DecodeJournal
     public let reconciliation: Reconciliation
     private let lock: FolderLock
     private let state: Locked<State>
-
-    /// Makes `metadata.jsonl` a link to `manifest.jsonl` (unless something of that name is there already): the name
-    /// Hugging Face `imagefolder` reads a folder's metadata from, with each record's `file_name`.
-    private static func linkMetadata(in directory: URL) {
-        let link = directory.appendingPathComponent("metadata.jsonl").path
-        var status = stat()
-        if lstat(link, &status) != 0 { symlink("manifest.jsonl", link) }
-    }
 
     /// Opens (creating it if needed) and locks an output folder, then reconciles it. With `nearDuplicates`, the saved
     /// images' hashes are kept from the manifest's one read for ``file(lookingLike:label:anyLabel:)``
@@ -75,6 +86,7 @@ public final class OutputFolder: Sendable {
         self.directory = directory
         stateDirectory = directory.appendingPathComponent(".mirror", isDirectory: true)
         manifestURL = directory.appendingPathComponent("manifest.jsonl")
+        metadataURL = directory.appendingPathComponent("metadata.jsonl")
         journalURL = stateDirectory.appendingPathComponent("journal.jsonl")
         try Self.makeDirectory(directory)
         try Self.makeDirectory(stateDirectory)
@@ -84,11 +96,13 @@ public final class OutputFolder: Sendable {
         lock = try FolderLock(at: stateDirectory.appendingPathComponent("lock"))
         decodeJournal = try DecodeJournal(directory: stateDirectory)
         state = Locked(State(keys: SpillingKeys(spillingInto: stateDirectory, name: "saved")))
-        Self.linkMetadata(in: directory)
 
         var repairs = Reconciliation()
         repairs.removedTemporaryFiles = AtomicFile.removeLeftovers(in: directory) + AtomicFile.removeLeftovers(in: stateDirectory)
-        var records = ManifestRecord.read(from: manifestURL)
+        // Mapped, not read: compared with the metadata file's bytes below, then parsed line by line.
+        let manifest = (try? Data(contentsOf: manifestURL, options: .alwaysMapped)) ?? Data()
+        let metadata = Self.inspectMetadata(at: metadataURL, manifest: manifest)
+        var records = manifest.split(separator: 0x0A).compactMap(ManifestRecord.decode)
         let known = Set(records.map(\.file))
         for record in ManifestRecord.read(from: journalURL) where !known.contains(record.file) {
             let file = directory.appendingPathComponent(record.file)
@@ -99,8 +113,22 @@ public final class OutputFolder: Sendable {
         }
         let present = records.filter { FileManager.default.fileExists(atPath: directory.appendingPathComponent($0.file).path) }
         repairs.droppedRecords = records.count - present.count
-        if repairs.adoptedFiles > 0 || repairs.droppedRecords > 0 || ManifestRecord.hasTornLine(manifestURL) {
+        let rewritesManifest = repairs.adoptedFiles > 0 || repairs.droppedRecords > 0 || manifest.last.map { $0 != 0x0A } == true
+        if rewritesManifest {
+            // The copy goes first: a kill before it is written anew below leaves none, never a stale one.
+            if metadata != .foreign { unlink(metadataURL.path) }
             try Self.rewrite(manifestURL, with: present, in: stateDirectory)
+        }
+        switch metadata {
+        case .foreign:
+            repairs.foreignMetadata = true
+        case .stale:
+            try Self.copyManifest(manifestURL, to: metadataURL, in: directory)
+            repairs.rewroteMetadata = true
+        case .copy where rewritesManifest:
+            try Self.copyManifest(manifestURL, to: metadataURL, in: directory)
+        case .copy:
+            break
         }
         try? FileManager.default.removeItem(at: journalURL)
         reconciliation = repairs
@@ -210,18 +238,77 @@ public final class OutputFolder: Sendable {
         try Self.write(lines, to: journalURL, flags: O_WRONLY | O_CREAT | O_TRUNC, sync: sync)
     }
 
-    /// Appends a published batch to the manifest (`lines`: ``lines(of:)`` of `records`), then clears the journal.
+    /// Appends a published batch to the manifest (`lines`: ``lines(of:)`` of `records`), then to its copy
+    /// `metadata.jsonl`, then clears the journal. If the copy cannot take them, the manifest is cut back too: the batch
+    /// is in both files or in neither.
     func appendToManifest(_ records: [ManifestRecord], lines: Data, sync: Bool) throws(FileError) {
-        try Self.append(lines, to: manifestURL, sync: sync)
+        let length = try Self.append(lines, to: manifestURL, sync: sync)
+        if !reconciliation.foreignMetadata {
+            do throws(FileError) {
+                try Self.append(lines, to: metadataURL, sync: sync)
+            } catch {
+                _ = truncate(manifestURL.path, length)
+                throw error
+            }
+        }
         state.withLock { state in
             for record in records { Self.remember(record, in: &state) }
         }
         truncate(journalURL.path, 0)
     }
 
+    /// Where the folder's images are, for where the next go (``ImageCommitter`` names a batch on a copy).
+    var placement: FolderPlacement { state.withLock { $0.placement } }
+
+    // MARK: metadata.jsonl
+
+    /// What a run says once when the folder's `metadata.jsonl` is someone else's (``Reconciliation/foreignMetadata``).
+    public static let foreignMetadataNotice =
+        "metadata.jsonl is not mirror's copy of manifest.jsonl: left as it is, without this run's images (move it away and the next run writes the copy)"
+
+    /// What a folder's `metadata.jsonl` is, beside its manifest.
+    enum MetadataFile: Equatable {
+        /// The manifest's bytes, all of them.
+        case copy
+        /// Mirror's, but not the whole manifest: missing, the manifest's first bytes only (a kill between the two
+        /// appends of a batch), or an earlier mirror's symbolic link to `manifest.jsonl`.
+        case stale
+        /// Someone else's: a file that is no part of the manifest, a link elsewhere, a folder.
+        case foreign
+    }
+
+    /// What the file at `url` is, beside the manifest's bytes.
+    static func inspectMetadata(at url: URL, manifest: Data) -> MetadataFile {
+        var info = stat()
+        // Missing beside an empty manifest, it is the copy still: the first append makes it.
+        guard lstat(url.path, &info) == 0 else { return errno != ENOENT ? .foreign : manifest.isEmpty ? .copy : .stale }
+        switch info.st_mode & S_IFMT {
+        case S_IFLNK:
+            var target = [UInt8](repeating: 0, count: 64)
+            let length = readlink(url.path, &target, target.count)
+            return length > 0 && String(decoding: target.prefix(length), as: UTF8.self) == "manifest.jsonl" ? .stale : .foreign
+        case S_IFREG:
+            guard Int(info.st_size) <= manifest.count,
+                  let data = try? Data(contentsOf: url, options: .alwaysMapped) else { return .foreign }
+            if data.count == manifest.count { return data == manifest ? .copy : .foreign }
+            return manifest.prefix(data.count) == data ? .stale : .foreign
+        default:
+            return .foreign
+        }
+    }
+
+    /// Writes `metadata` anew as a copy of the manifest: a temporary file in the folder, synced, renamed over whatever
+    /// is there (a stale copy, an earlier mirror's link), then the folder synced.
+    private static func copyManifest(_ manifest: URL, to metadata: URL, in directory: URL) throws(FileError) {
+        let bytes = (try? Data(contentsOf: manifest, options: .alwaysMapped)) ?? Data()
+        try AtomicFile.replaceFile(bytes, at: metadata, sync: true, staging: directory)
+        try AtomicFile.syncDirectory(directory)
+    }
+
     // MARK: Helpers
 
     private static func remember(_ record: ManifestRecord, in state: inout State) {
+        state.placement.add(file: record.file, labelled: !(record.label ?? "").isEmpty)
         state.count += 1
         state.counts[record.label ?? "", default: 0] += 1
         if let normalized = CacheKey.normalized(record.url) {
@@ -259,8 +346,9 @@ public final class OutputFolder: Sendable {
     }
 
     /// Appends to a file (never through a symlink); if the write fails part-way (a full disk), the file
-    /// is cut back to its old length through the same descriptor, so no partial line remains.
-    private static func append(_ data: Data, to url: URL, sync: Bool) throws(FileError) {
+    /// is cut back to its old length through the same descriptor, so no partial line remains. Returns that old length.
+    @discardableResult
+    private static func append(_ data: Data, to url: URL, sync: Bool) throws(FileError) -> off_t {
         let descriptor = open(url.path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0o644)
         guard descriptor >= 0 else { throw FileError(operation: "open", path: url.path, code: errno) }
         defer { close(descriptor) }
@@ -273,6 +361,7 @@ public final class OutputFolder: Sendable {
             _ = ftruncate(descriptor, info.st_size)
             throw error
         }
+        return info.st_size
     }
 
     private static func write(_ data: Data, to url: URL, flags: Int32, sync: Bool) throws(FileError) {

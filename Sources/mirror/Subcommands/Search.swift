@@ -9,7 +9,10 @@ struct Search: AsyncParsableCommand {
         abstract: "Fill a folder with exactly N verified images found by a search query (the default command).",
         discussion: """
         The folder ends with COUNT valid, distinct images (or all that the sources have, exit 3). Re-running \
-        a finished job makes no request; a higher --count fetches only the difference; a killed run resumes.
+        a finished job makes no request; a higher --count fetches only the difference; a killed run resumes. \
+        A --count over 9,000 fills numbered subfolders of 1,000 (00000/, 00001/, …), so that no folder passes the \
+        Hugging Face Hub's 10,000 files (--layout); DIR/metadata.jsonl, a copy of DIR/manifest.jsonl, is what \
+        datasets' imagefolder reads.
 
         Providers (see 'mirror providers'): openverse and wikimedia need no key; flickr, giphy, google, pexels, \
         unsplash and pixabay read their keys from the environment.
@@ -67,6 +70,7 @@ struct Search: AsyncParsableCommand {
     @OptionGroup var network: NetworkOptions
     @OptionGroup var cache: CacheOptions
     @OptionGroup var outputOptions: OutputOptions
+    @OptionGroup var folder: FolderOptions
     @OptionGroup(title: "What the owner reserved") var consent: ConsentOptions
     @OptionGroup(title: "With --queries, on a cluster") var sharding: ShardOptions
 
@@ -128,6 +132,7 @@ struct Search: AsyncParsableCommand {
     }
 
     func makeConfiguration(query: String? = nil, shard: WorkShard? = nil) throws -> MirrorJob.Configuration {
+        let output = folder.destination(output)
         var directory = dryRun ? URL(fileURLWithPath: output) : try outputFolder(output)
         // A folder is one run's (lock, manifest, state database): each copy of a sharded --queries fills its own.
         if let shard { directory.appendPathComponent(shard.directoryName, isDirectory: true) }
@@ -136,6 +141,7 @@ struct Search: AsyncParsableCommand {
         configuration.endpoint = endpoint.flatMap(URL.init(string:))
         configuration.pageLimit = pages
         configuration.deduplication = dedup
+        configuration.layout = folder.folderLayout
         let formats = try formats()
         if minWidth > 0 || minHeight > 0 || formats != nil {
             configuration.filter = ImageFilter(minimumWidth: minWidth, minimumHeight: minHeight, formats: formats)

@@ -14,7 +14,7 @@ struct Status: AsyncParsableCommand {
         rows) is named, and its shard counts as incomplete, as mirror urls treats it: it downloads that shard again.
 
         A folder of files (mirror urls without --format webdataset) shows its saved images and the URLs that failed, \
-        transient and for good, from its state database.
+        transient and for good, from its state database; a folder of splits (--split) each split's and their sum.
 
         Exit codes: 0 every shard up to the highest is done and every row has its image · 3 shards are missing or \
         incomplete, or rows failed (the lines say which may work with --retry-failed) · 1 the output cannot be read · \
@@ -34,7 +34,7 @@ struct Status: AsyncParsableCommand {
                 FileHandle.standardOutput.write(Data(folder.json.utf8) + Data("\n".utf8))
             } else {
                 let saved = "  saved       " + folder.tally.saved.formatted(.number.grouping(.automatic))
-                print(([target, saved] + Self.failureLines(folder.tally) + Self.otherLines(folder.tally)).joined(separator: "\n"))
+                print(([target] + folder.splits + [saved] + Self.failureLines(folder.tally) + Self.otherLines(folder.tally)).joined(separator: "\n"))
             }
             throw (folder.tally.failed == 0 ? ExitStatus.success : ExitStatus.exhausted).exitCode
         }
@@ -56,10 +56,30 @@ struct Status: AsyncParsableCommand {
         throw (complete && !lacking ? ExitStatus.success : ExitStatus.exhausted).exitCode
     }
 
-    /// A folder of files (`manifest.jsonl`, no shards): its saved images and the failed URLs its state database
-    /// remembers; `nil` when the target holds shards (or is not a folder).
-    private func folderStatus() throws -> (tally: Tally, json: String)? {
+    /// A folder of files (`manifest.jsonl`, no shards), or the split folders (`--split`) of one, summed: its saved
+    /// images and the failed URLs its state database remembers; `nil` when the target holds shards (or is not a folder).
+    private func folderStatus() throws -> (tally: Tally, json: String, splits: [String])? {
         let directory = URL(fileURLWithPath: target)
+        var tally: Tally
+        var lines: [String] = []
+        if let own = try folderTally(directory) {
+            tally = own
+        } else {
+            let splits = try DatasetSplit.allCases.compactMap { split in try folderTally(split.directory(in: directory)).map { (split, $0) } }
+            guard !splits.isEmpty else { return nil }
+            tally = Tally()
+            for (split, counts) in splits {
+                tally += counts
+                lines.append("  " + split.rawValue.padding(toLength: 12, withPad: " ", startingAt: 0) + counts.saved.formatted(.number.grouping(.automatic)) + " saved")
+            }
+        }
+        var counts = tally.counts
+        counts.bytes = nil  // a folder's manifest is counted, not its files' sizes
+        return (tally, String(decoding: jsonLine(counts), as: UTF8.self), lines)
+    }
+
+    /// One folder of files: its manifest's lines and its remembered failures; `nil` when it is none.
+    private func folderTally(_ directory: URL) throws -> Tally? {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path),
               names.contains("manifest.jsonl"), !names.contains(where: { ShardFileName.parse($0) != nil }) else { return nil }
         var tally = Tally()
@@ -80,9 +100,7 @@ struct Status: AsyncParsableCommand {
             }
             for attempt in (try? store.attempts()) ?? [] { tally.count(attempt.outcome) }
         }
-        var counts = tally.counts
-        counts.bytes = nil  // a folder's manifest is counted, not its files' sizes
-        return (tally, String(decoding: jsonLine(counts), as: UTF8.self))
+        return tally
     }
 
     private func read() async throws -> DatasetStatus {

@@ -9,7 +9,10 @@ struct Urls: AsyncParsableCommand {
         discussion: """
         Saves only verified images, named after the URL's last path segment (sanitised; a short hash is \
         added when names clash), skips what the folder already has, and writes DIR/manifest.jsonl, one record \
-        per saved image keyed by its row (its position from 0). The table is streamed, never loaded whole, and read \
+        per saved image keyed by its row (its position from 0), and its copy DIR/metadata.jsonl, which Hugging Face \
+        datasets' imagefolder reads. A table that may take the folder past 9,000 images fills numbered subfolders \
+        of 1,000 (00000/, 00001/, …), so that no folder passes the Hub's 10,000 files (--layout). \
+        The table is streamed, never loaded whole, and read \
         as bytes (UTF-8, other bytes as Windows-1252; a URL's bytes sent as they are). A text list has one URL per \
         line (blank lines and # comments ignored); CSV and TSV have a header row; JSONL has one object per line. A \
         row with no http(s) URL, or longer than 1 MiB, is reported with its place and skipped.
@@ -57,6 +60,7 @@ struct Urls: AsyncParsableCommand {
     @Option(help: "What is a duplicate of a saved image: exact (the same bytes; the default: a row is a row), near (also the same picture resized, re-encoded or trimmed, by its PDQ hash) or none.")
     var dedup: Deduplication = .exact
 
+    @OptionGroup var folder: FolderOptions
     @OptionGroup var dataset: DatasetOptions
     @OptionGroup(title: "What the owner reserved") var consent: ConsentOptions
     @OptionGroup var sharding: ShardOptions
@@ -80,6 +84,7 @@ struct Urls: AsyncParsableCommand {
         } else if stateDir != nil {
             throw ValidationError("--state-dir is for --out s3://…; a folder keeps its state in DIR/.mirror")
         }
+        if folder.layout != nil, dataset.format != .folder { throw ValidationError("--layout is for --format folder: shards are files of their own") }
     }
 
     func run() async throws {
@@ -102,6 +107,7 @@ struct Urls: AsyncParsableCommand {
         }
         let renderer = ProgressRenderer(mode: ProgressRenderer.mode(quiet: outputOptions.quiet), target: nil)
 
+        let output = folder.destination(output)
         var directory: URL
         var objectStore: URLListJob.ObjectStoreDestination?
         if let location = S3Location(output) {
@@ -129,6 +135,7 @@ struct Urls: AsyncParsableCommand {
         configuration.objectStore = objectStore
         configuration.retryFailed = retryFailed
         configuration.deduplication = dedup
+        configuration.layout = folder.folderLayout
         network.apply(to: &configuration.downloads)
         configuration.isSyncEnabled = !outputOptions.noFsync
         configuration.consent = consent.policy

@@ -38,4 +38,37 @@ struct TableSourceTests {
         let after = try await source.next()
         #expect(after == nil)
     }
+
+    @Test("counting ahead keeps every row it read for the pipeline, in order, and stops at its limits")
+    func countingAheadKeepsTheRowsInOrder() async throws {
+        // Given a table of 1,000 rows (four batches of read-ahead), one of them bad
+        var lines = (0..<1000).map { "http://h.test/\($0).png" }
+        lines[5] = "not a url"
+        let file = folder.url.appendingPathComponent("ahead.txt")
+        try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: file)
+        let counting: @Sendable (Candidate) -> Bool = { (Int($0.url.deletingPathExtension().lastPathComponent) ?? 0) % 3 != 0 }
+        func source() throws -> TableSource { TableSource(try TableReader(path: file.path)) }
+
+        // When rows are counted ahead (every row whose number is no multiple of 3: 665 of the good ones)
+        let first = try source()
+        let upTo500 = await first.countAhead(upTo: 500, rowLimit: 10_000, counting: counting)
+        let whole = await (try source()).countAhead(upTo: 2_000, rowLimit: 10_000, counting: counting)
+        let bounded = await (try source()).countAhead(upTo: 2_000, rowLimit: 300, counting: counting)
+
+        // Then the count stops at the limit, or is the table's, or cannot be said within the rows it may hold
+        #expect(upTo500 == 500)
+        #expect(whole == 665)
+        #expect(bounded == nil)
+        #expect(first.share == TableSource.ShareTally(rows: 0, taken: 0))
+        // and every row comes afterwards exactly once, in the table's order, the bad one in its place
+        var keys: [String] = []
+        var bad: [String] = []
+        while let item = try await first.next() {
+            keys.append(item.provenance.key ?? "")
+            if case .badRow = item { bad.append(item.provenance.key ?? "") }
+        }
+        #expect(keys == (0..<1000).map { String(format: "%09d", $0) })
+        #expect(bad == ["000000005"])
+        #expect(first.share == TableSource.ShareTally(rows: 1000, taken: 1000))
+    }
 }
