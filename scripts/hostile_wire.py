@@ -198,6 +198,16 @@ class Run:
         return text
 
     @property
+    def first_line(self):
+        lines = [line for line in self.stderr.splitlines() if line.strip()]
+        return cut(lines[0]) if lines else "(none)"
+
+    @property
+    def last_stdout_line(self):
+        lines = [line for line in self.stdout.splitlines() if line.strip()]
+        return cut(lines[-1]) if lines else "(none)"
+
+    @property
     def last_line(self):
         lines = [line for line in self.stderr.splitlines() if line.strip()]
         return cut(lines[-1]) if lines else "(none)"
@@ -354,7 +364,7 @@ class Probe:
         return [f"first {first.ended} ({' '.join(names)})",
                 f"second {second.ended}, {second.counts}, {again} requests again",
                 f"second's stderr: {quoted(second.last_line)}",
-                f"status {status.ended}: {quoted(status.last_line)}"]
+                f"status {status.ended}, stderr {quoted(status.last_line)}, stdout ends {quoted(status.last_stdout_line)}"]
 
     def case8a(self):
         table = self.work / "c8a.txt"
@@ -386,7 +396,7 @@ class Probe:
                   self.env)
         asked = len(self.server.requests(f"/{self.tag(8)}/search".encode()))
         return [run.ended, f"{asked} search requests", "folder made" if out.exists() else "no folder made",
-                f"stderr: {quoted(run.last_line)}"]
+                f"stderr's first line: {quoted(run.first_line)}", f"last: {quoted(run.last_line)}"]
 
     def case8d(self):
         table = self.work / "c8d.jsonl"
