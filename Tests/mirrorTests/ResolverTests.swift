@@ -129,14 +129,14 @@ struct ResolverTests {
         let run = try await onDispatchThread { try HostileInputTests.inMountNamespace(script, environment: [:]) }
         let result = try #require(run, "this machine does not allow a mount namespace")
 
-        // Then every image is saved, and every name's dropped query was asked again within 2 s (glibc's default
-        // would have waited 5)
+        // Then every image is saved, and every name's dropped query was asked again before glibc's default 5 s (mirror
+        // asks again within about a second; the bound leaves a loaded machine room)
         #expect(result.status == 0, "\(result.output.suffix(400))")
         let queries = resolver.queries
         #expect(queries.count == hosts, "\(queries.keys.sorted())")
         for (name, times) in queries {
             #expect(times.count >= 2, "\(name): asked \(times.count) times")
-            if times.count >= 2 { #expect(times[1] - times[0] < .seconds(2), "\(name): asked again after \(times[1] - times[0])") }
+            if times.count >= 2 { #expect(times[1] - times[0] < .seconds(4), "\(name): asked again after \(times[1] - times[0])") }
         }
     }
 }

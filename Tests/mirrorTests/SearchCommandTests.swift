@@ -148,7 +148,7 @@ struct SearchCommandTests: EmulatedSearch {
         #expect(second.stderr.contains("process \(first.process.processIdentifier)"))
     }
 
-    @Test func sigintStopsWithin2SecondsAndKeepsWhatWasSaved() async throws {
+    @Test func sigintStopsPromptlyAndKeepsWhatWasSaved() async throws {
         // Given a run whose first 5 images are served and every later one held: when the signal comes it has saved some
         // and is mid-way through others, whatever the machine's speed (the test once waited for the manifest to grow
         // while images came every 100 ms)
@@ -175,10 +175,11 @@ struct SearchCommandTests: EmulatedSearch {
         let run = await running.finish()
         let elapsed = run.ended - sent
 
-        // Then it exits 130 within 2 s, keeping the five it saved and nothing half-done
+        // Then it exits 130 at once (well under a second here), not when the held images' 215-s deadline ends them (the
+        // bound, 30 s, is for a loaded machine, not a race), keeping the five it saved and nothing half-done
         print("SIGINT to exit: \(elapsed)")
         #expect(run.status == 130)
-        #expect(elapsed < .seconds(2))
+        #expect(elapsed < .seconds(30))
         #expect(run.stderr.contains("interrupted"))
         expectConsistent(out, count: 5)
         #expect(manifest(out).files.count == 5)

@@ -285,7 +285,8 @@ struct SearchFeedTests {
             return
         }
         #expect(provider == "openverse")
-        #expect(ContinuousClock.now - started < .seconds(5))
+        // (a tenth of the 600 s it would have waited: a bound no loaded machine comes near, not a race)
+        #expect(ContinuousClock.now - started < .seconds(60))
         #expect(harness.server.totalRequests == 1)
     }
 
@@ -537,8 +538,9 @@ struct SearchFeedTests {
         task.cancel()
         let result = await task.result
 
-        // Then it ends with .cancelled at once: the answer never comes
-        #expect(ContinuousClock.now - cancelledAt < .seconds(3))
+        // Then it ends with .cancelled at once: the answer never comes (without the cancel it would wait for ever; the
+        // bound is generous so that a loaded or sanitized run cannot fail it)
+        #expect(ContinuousClock.now - cancelledAt < .seconds(30))
         guard case .failure(let error) = result else {
             Issue.record("expected cancellation, got \(result)")
             return
@@ -567,8 +569,8 @@ struct SearchFeedTests {
         task.cancel()
         let result = await task.result
 
-        // Then it ends with .cancelled at once, without a second request
-        #expect(ContinuousClock.now - cancelledAt < .seconds(3))
+        // Then it ends with .cancelled at once (not after the 60-s wait: the bound is half of it), without a second request
+        #expect(ContinuousClock.now - cancelledAt < .seconds(30))
         guard case .failure(let error) = result else {
             Issue.record("expected cancellation, got \(result)")
             return
