@@ -34,6 +34,7 @@ public struct URLListJob: Sendable {
         switch configuration.format {
         case .folder:
             let folder = try OutputFolder(directory: configuration.directory, nearDuplicates: configuration.deduplication.nearPolicy)
+            if configuration.deduplication.nearPolicy != nil { try PerceptualHasher(journal: folder.decodeJournal).refreshLooks(in: folder) }
             let memory = try FailureMemory(folder: folder, retry: configuration.retryFailed)
             failures = memory
             sink = try FolderSink(
