@@ -9,12 +9,13 @@ import MirrorStorage
 /// An image's luma is decoded at the smallest scale that keeps 128 pixels on its shorter side (a JPEG's DCT scaling
 /// straight to grey, WebP's scaled decode of its luma plane; PNG and GIF whole; the rare formats through libvips at 512
 /// pixels), alpha onto white, averaged onto a fixed grid turned upright as EXIF says, and hashed from that grid
-/// (`CCodecs/pdq.c`): the same cells of the picture whatever size it was served at. Like a resize it is hostile input: the memory
-/// the decode will take is estimated from the headers and checked against ``memoryLimit`` before a decoder allocates,
-/// taken from the run's ``DecodeBudget``, and marked in its ``DecodeJournal`` so that a decoder's crash costs the row.
+/// (`CCodecs/pdq.c`): the same cells of the picture whatever size it was served at. Like a resize it is hostile input:
+/// the memory the decode will take is estimated from the headers and checked against ``memoryLimit`` before a decoder
+/// allocates, taken from the run's ``DecodeBudget``, and marked in its ``DecodeJournal`` so that a decoder's crash
+/// costs the row.
 ///
 /// An image that cannot be hashed — it does not decode cleanly, it would take too much memory, a decoder crashed on it
-/// before — is kept without a hash: never merged with another, the way PDQ's low-quality hashes are not.
+/// before — is kept without a hash: never merged with another, the way a flat image's hash (quality 0) is not.
 package struct PerceptualHasher: Sendable {
     /// The memory, in bytes, one image's decode may take. Default ``ImageTransform/defaultMemoryLimit``.
     package var memoryLimit: Int
