@@ -18,29 +18,35 @@ The pictures (PHOTOS): every real photograph in scikit-image's wheel (skimage/da
 rocket, ihc (immunohistochemistry: a microscope photograph), moon (lunar surface), cell (phase contrast), clock
 (a wall clock photographed while the camera moved: mostly flat grey, PDQ quality well below 50), brick, grass and gravel
 (photographs of textures), hubble (the Hubble Deep Field: a real photograph, kept whole), motorcycle-left and
-motorcycle-right (a stereo pair), retina (a fundus photograph, 1411×1411), china and flower (scikit-learn).
-The retina is also cut into its four non-overlapping quarters (705×705), each a picture of its own: each shows a
-different stretch of vessels and a different arc of the black border, clearly different pictures to the eye. The
-Hubble field's quarters are not: different galaxies, but the same look, so they are hard cases, not pictures.
+motorcycle-right (a stereo pair), retina (a fundus photograph, 1411×1411), china and flower (scikit-learn); and the two
+text pages (flagged "text"): page (a scanned book page, printed) and text (handwritten formulas photographed at a slant).
+Some photographs' four non-overlapping quarters are pictures of their own (QUARTER_PICTURES): the retina's (705×705,
+each a different stretch of vessels and arc of the black border); the rocket's (its upper two mostly dusk sky), the
+clock's (grey with an arc of the blurred clock), the moon's (nearly flat), the camera's, the coffee's, the cat's and
+the handwriting's, each with QUARTER_VARIANTS — the copies issue 45 tried as a new user would. Low-contrast pictures
+(PDQ quality under 50 in Meta's reference: the clock and its quarters, the rocket's sky, the cell) are flagged
+"low_contrast". The Hubble field's quarters, and the brick wall's, the gravel's and the grass's, are not pictures: the
+same look with no pixel in common, so they are hard cases.
 
 Left out, and why: checkerboard and chessboard, colorwheel (`color.png`), logo, horse (a binary silhouette) and
-shepp_logan_phantom are drawn, not photographed; page (a scanned book page) and text (handwriting) are text pages;
-microaneurysms (102×102) and lfw_subset (25×25 faces) are too small to resize to a quarter; no_time_for_that_tiny.gif
-is a 14×25 animation; brain, cells3d, eagle, kidney, lily, skin and the rest are not in the wheel (pooch downloads
-them), so they are never used.
+shepp_logan_phantom are drawn, not photographed; microaneurysms (102×102) and lfw_subset (25×25 faces) are too small to
+resize to a quarter; no_time_for_that_tiny.gif is a 14×25 animation; the cell's quarters are grain alike to the eye;
+brain, cells3d, eagle, kidney, lily, skin and the rest are not in the wheel (pooch downloads them), so they are never
+used.
 
-Each picture P is written as `P__original.jpg` (JPEG quality 95) and its variants `P__VARIANT.EXT` (VARIANTS): half and
-quarter size, JPEG quality 15, lossy WebP, PNG, 3 % trimmed off each border, 15 % brighter, slightly blurred, and for a
-colour photograph a grey version. All are the same picture (kind "same"); grey is listed in `report_separately`: the
-same picture to the eye, but a detector may reasonably keep it apart. A mirrored copy is not a variant: a flip is a
-different picture here, so none is made.
+Each picture P is written as `P__original.jpg` (JPEG quality 95) and its variants `P__VARIANT.EXT` (VARIANTS): half,
+60 % and quarter size, JPEG quality 15 and 40, lossy WebP, PNG, 3 % trimmed off each border, 4 % trimmed off each
+border and enlarged back to the picture's size, 8 % and 15 % brighter, slightly blurred, and for a colour photograph a
+grey version; a variant under 64 pixels on its shorter side (what mirror never compares) is not made. All are the same
+picture (kind "same"); grey is listed in `report_separately`: the same picture to the eye, but a detector may
+reasonably keep it apart. A mirrored copy is not a variant: a flip is a different picture here, so none is made.
 
 Hard cases, which must not be merged (`hard_distinct` in the manifest: [file A, file B, reason]), are pictures of
 their own, each a single file `P-CROP__original.jpg`: the left 60 % and the right 60 % of each photograph (a fifth in
-common) against each other and against the whole; the top-left quarter against the whole (the retina's quarters are
-pictures already: against the whole and against each other); the Hubble field's quarters against each other and the
-whole; and the stereo pair, variant against the same variant. Pictures cut from one photograph share a `family`:
-pairs from different families are the plain "different" pairs of the report.
+common) against each other and against the whole; the top-left quarter against the whole (the quarters that are
+pictures already: against the whole and against each other); the Hubble field's and the textures' quarters against
+each other and the whole; and the stereo pair, variant against the same variant. Pictures cut from one photograph
+share a `family`: pairs from different families are the plain "different" pairs of the report.
 
 The report (only with numpy and pdqhash importable) hashes every file with Meta's PDQ (`pdqhash.compute`, the C++
 reference) and gives, for same-picture pairs (each file against every other of its picture), grey pairs, different
@@ -81,12 +87,20 @@ PHOTOS = [
     ("retina", "skimage", "data/retina.jpg", "colour fundus photograph of a retina"),
     ("china", "sklearn", "datasets/images/china.jpg", "colour: a pagoda above a lake"),
     ("flower", "sklearn", "datasets/images/flower.jpg", "colour: a dahlia"),
+    ("page", "skimage", "data/page.png", "grey text: a scanned book page, printed"),
+    ("text", "skimage", "data/text.png", "grey text: handwritten formulas on paper, photographed at a slant"),
 ]
 FAMILY = {"motorcycle-left": "motorcycle", "motorcycle-right": "motorcycle"}  # else a photo is its own family
 TEXTURES = {"brick", "grass", "gravel"}  # flagged "texture" (and their crops): the report also leaves them out
+TEXTS = {"page", "text"}  # flagged "text" (and their crops)
+# Pictures whose PDQ quality is under 50 in Meta's reference (flagged "low_contrast"): mostly flat, a few edges.
+LOW_CONTRAST = {"clock", "clock-tl", "clock-tr", "clock-bl", "clock-br", "rocket-tl", "rocket-tr", "cell"}
 QUARTERS = {"tl": (0, 0), "tr": (1, 0), "bl": (0, 1), "br": (1, 1)}
-QUARTER_PICTURES = ["retina"]  # photos whose quarters are pictures of their own (with variants)
-QUARTER_HARD = ["hubble"]  # photos whose quarters look alike: single-file hard cases
+# Photos whose quarters are pictures of their own, each with variants: the retina's with every variant; the others' with
+# QUARTER_VARIANTS, the copies a new user would try (issue 45): the rocket's sky and the motion-blurred clock are
+# low-contrast, the slanted handwriting is text, the moon's surface nearly flat.
+QUARTER_PICTURES = ["retina", "rocket", "clock", "camera", "coffee", "chelsea", "moon", "text"]
+QUARTER_HARD = ["hubble", "brick", "gravel", "grass"]  # photos whose quarters look alike: single-file hard cases
 
 
 def package_file(package, relative):
@@ -130,19 +144,33 @@ def trimmed(image, fraction=0.03):
     return crop(image, (fraction, fraction, 1 - fraction, 1 - fraction))[0]
 
 
+def zoomed(image, fraction=0.04):
+    """`fraction` trimmed off each border and the rest enlarged back to the picture's size."""
+    return trimmed(image, fraction).resize(image.size, Image.Resampling.LANCZOS)
+
+
 # variant name: (how it is made from the picture, format, extension, save options)
 VARIANTS = {
     "original": (lambda image: image, "JPEG", "jpg", {"quality": 95}),
     "half": (lambda image: resized(image, 0.5), "JPEG", "jpg", {"quality": 90}),
+    "size60": (lambda image: resized(image, 0.6), "JPEG", "jpg", {"quality": 90}),
     "quarter": (lambda image: resized(image, 0.25), "JPEG", "jpg", {"quality": 90}),
     "jpeg15": (lambda image: image, "JPEG", "jpg", {"quality": 15}),
+    "jpeg40": (lambda image: image, "JPEG", "jpg", {"quality": 40}),
     "webp": (lambda image: image, "WEBP", "webp", {"quality": 75}),
     "png": (lambda image: image, "PNG", "png", {}),
     "trim3": (trimmed, "JPEG", "jpg", {"quality": 90}),
+    "trim4zoom": (zoomed, "JPEG", "jpg", {"quality": 90}),
+    "bright8": (lambda image: ImageEnhance.Brightness(image).enhance(1.08), "JPEG", "jpg", {"quality": 90}),
     "bright15": (lambda image: ImageEnhance.Brightness(image).enhance(1.15), "JPEG", "jpg", {"quality": 90}),
     "blur": (lambda image: image.filter(ImageFilter.GaussianBlur(1.5)), "JPEG", "jpg", {"quality": 90}),
     "grey": (lambda image: image.convert("L"), "JPEG", "jpg", {"quality": 90}),  # colour pictures only
 }
+# The copies of QUARTER_PICTURES' quarters (but the retina's): the six variants issue 45 tried, and half size.
+QUARTER_VARIANTS = ["original", "half", "size60", "jpeg40", "webp", "png", "trim4zoom", "bright8"]
+# A variant is not made when it would be under this many pixels on its shorter side (NearDuplicatePolicy.minimumSide:
+# a smaller image is never compared, so a copy of it could never be recognised).
+MINIMUM_SIDE = 64
 REPORT_SEPARATELY = {"grey": "the grey version of a colour photograph: the same picture to the eye, but a detector "
                              "may reasonably keep it apart"}
 
@@ -153,7 +181,8 @@ def make_truth(folder):
     """(Re)creates the ground truth in `folder` (made if missing; the files of an earlier run there are replaced) and
     returns the manifest, also written to `folder`/truth.json:
 
-        {"pictures": {id: {"source", "family", "width", "height", "mode", "about", "texture", ["crop": [l, t, r, b]]}},
+        {"pictures": {id: {"source", "family", "width", "height", "mode", "about", "texture", "text", "low_contrast",
+                           ["crop": [l, t, r, b]]}},
          "files": {file name: {"picture", "variant", "kind": "same", "width", "height", "format"}},
          "report_separately": {variant: why},
          "hard_distinct": [[file A, file B, reason], ...]}
@@ -168,6 +197,7 @@ def make_truth(folder):
     def picture(identifier, image, source, family, about, box=None, variants=None):
         pictures[identifier] = {"source": source, "family": family, "width": image.width, "height": image.height,
                                 "mode": image.mode, "about": about, "texture": family in TEXTURES,
+                                "text": family in TEXTS, "low_contrast": identifier in LOW_CONTRAST,
                                 **({"crop": list(box)} if box else {})}
         names = {}
         for variant in variants or VARIANTS:
@@ -175,6 +205,8 @@ def make_truth(folder):
                 continue
             make, fmt, extension, options = VARIANTS[variant]
             made = make(image)
+            if min(made.size) < MINIMUM_SIDE:
+                continue
             name = f"{identifier}__{variant}.{extension}"
             made.save(os.path.join(folder, name), fmt, **options)
             files[name] = {"picture": identifier, "variant": variant, "kind": "same", "width": made.width,
@@ -204,14 +236,14 @@ def make_truth(folder):
                 name = f"{identifier}-{quarter}"
                 if identifier in QUARTER_PICTURES:
                     part, box = crop(image, fraction)
-                    quarters.append(picture(name, part, source, family, f"{quarter} quarter of {identifier}", box)[
-                        "original"])
+                    quarters.append(picture(name, part, source, family, f"{quarter} quarter of {identifier}", box,
+                                            None if identifier == "retina" else QUARTER_VARIANTS)["original"])
                 else:
                     quarters.append(hard_crop(name, image, fraction, source, family,
                                               f"{quarter} quarter of {identifier}"))
                 hard.append([quarters[-1], whole, "a quarter of a photo and the whole photo"])
             reason = ("non-overlapping quarters of one photo" if identifier in QUARTER_PICTURES else
-                      "non-overlapping quarters of one star field: alike to the eye, no pixel in common")
+                      "non-overlapping quarters of one star field or texture: alike to the eye, no pixel in common")
             hard += [[a, b, reason] for a, b in itertools.combinations(quarters, 2)]
         else:
             top_left = hard_crop(f"{identifier}-tl", image, (0, 0, 0.5, 0.5), source, family,

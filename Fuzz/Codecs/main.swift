@@ -9,8 +9,9 @@
 // Input: [flags] [size, 2 bytes] then the body. Flags: bits 0-1 the fit (keep-ratio, centre-crop, pad, none), bits 2-3
 // the output (JPEG, PNG, WebP; 3 keeps the served format), bit 4 only-if-bigger, bit 5 skips the validator (production
 // decodes only what verifies; the decoders are fuzzed past it too), bit 6 computes the PDQ hash of `--dedup near`
-// (`pdq.c`: its own decode scale, the luma buffers checked against the limit, the trimmed centres) instead of the
-// transform. Size: 1-512, so enlarging is reached.
+// (`pdq.c`: each format's luma decode at its own scale — a JPEG straight to grey, a WebP's luma plane, a GIF's screen
+// as luma —, the memory checked against the limit first, the grid turned as EXIF says, the trimmed centres) instead of
+// the transform. Size: 1-512, so enlarging is reached.
 //
 // Invariants checked besides "no trap, no memory error, no allocation past the memory limit": a success has an output
 // of positive size within the fit's box, and a failure says why. The memory limit (160 MB) is below libFuzzer's
@@ -50,6 +51,7 @@ public func fuzzCodecs(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
         var hash = mirror_codecs_pdq()
         let status = mirror_codecs_pdq_hash(body.bindMemory(to: UInt8.self).baseAddress, body.count, input, memoryLimit, &hash)
         if estimated == MIRROR_CODECS_OK { precondition(bytesNeeded > 0, "an estimate of nothing") }
+        if status == MIRROR_CODECS_OK { precondition(estimated == MIRROR_CODECS_OK && bytesNeeded <= memoryLimit, "a hash past its estimate's limit") }
         if status == MIRROR_CODECS_OK {
             precondition((0...100).contains(hash.quality) && hash.width > 0 && hash.height > 0, "a hash of \(hash.width)x\(hash.height), quality \(hash.quality)")
         } else {

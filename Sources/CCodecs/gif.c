@@ -64,6 +64,11 @@ static int mc_gif_frame(GifFileType *file, int transparent, int alpha, struct mc
     GifByteType *row = malloc((size_t)frame.Width);
     if (!row) return mc_fail(error, MIRROR_CODECS_FAILED, "out of memory for a GIF row");
     static const int starts[] = {0, 4, 2, 1}, steps[] = {8, 8, 4, 2};
+    unsigned char luma[256];  // a grey screen's value of each colour (BT.601, as pdq.c takes RGB)
+    if (pixels->channels == 1)
+        for (int index = 0; index < colors->ColorCount && index < 256; index++)
+            luma[index] = (unsigned char)((19595u * colors->Colors[index].Red + 38470u * colors->Colors[index].Green
+                                           + 7471u * colors->Colors[index].Blue + 32768u) >> 16);
     int passes = frame.Interlace ? 4 : 1, read = 0, status = 0;
     for (int pass = 0; pass < passes && status == 0; pass++) {
         for (int y = frame.Interlace ? starts[pass] : 0; y < last; y += frame.Interlace ? steps[pass] : 1) {
@@ -80,6 +85,10 @@ static int mc_gif_frame(GifFileType *file, int transparent, int alpha, struct mc
                 if (screen_x < 0 || screen_x >= pixels->width || row[x] == transparent || row[x] >= colors->ColorCount) continue;
                 GifColorType color = colors->Colors[row[x]];
                 unsigned char *to = pixels->data + ((size_t)screen_y * (size_t)pixels->width + (size_t)screen_x) * (size_t)pixels->channels;
+                if (pixels->channels == 1) {
+                    to[0] = luma[row[x]];
+                    continue;
+                }
                 to[0] = color.Red;
                 to[1] = color.Green;
                 to[2] = color.Blue;
@@ -91,7 +100,9 @@ static int mc_gif_frame(GifFileType *file, int transparent, int alpha, struct mc
     return status;
 }
 
-int mc_gif_decode(const unsigned char *input, size_t length, bool keep_alpha, struct mc_pixels *pixels, struct mc_error *error) {
+/// The first frame on its screen: grey when `grey`, else RGBA when `keep_alpha` and it has transparency, else RGB on
+/// white.
+static int mc_gif_first_frame(const unsigned char *input, size_t length, bool keep_alpha, bool grey, struct mc_pixels *pixels, struct mc_error *error) {
     struct mc_gif_header header;
     int status = mc_gif_read_header(input, length, &header, error);
     if (status != 0) return status;
@@ -119,8 +130,8 @@ int mc_gif_decode(const unsigned char *input, size_t length, bool keep_alpha, st
             continue;
         }
         if (type != IMAGE_DESC_RECORD_TYPE || DGifGetImageDesc(file) != GIF_OK) break;
-        int alpha = keep_alpha && transparent >= 0;
-        status = mc_allocate(pixels, header.width, header.height, alpha ? 4 : 3, error);
+        int alpha = keep_alpha && !grey && transparent >= 0;
+        status = mc_allocate(pixels, header.width, header.height, grey ? 1 : alpha ? 4 : 3, error);
         if (status != 0) break;
         memset(pixels->data, alpha ? 0 : 255, mc_image_bytes(header.width, header.height, pixels->channels));
         status = mc_gif_frame(file, transparent, alpha, pixels, error);
@@ -130,4 +141,12 @@ int mc_gif_decode(const unsigned char *input, size_t length, bool keep_alpha, st
     if (status != 0) mc_pixels_free(pixels);
     DGifCloseFile(file, &code);
     return status;
+}
+
+int mc_gif_decode(const unsigned char *input, size_t length, bool keep_alpha, struct mc_pixels *pixels, struct mc_error *error) {
+    return mc_gif_first_frame(input, length, keep_alpha, false, pixels, error);
+}
+
+int mc_gif_decode_luma(const unsigned char *input, size_t length, struct mc_pixels *pixels, struct mc_error *error) {
+    return mc_gif_first_frame(input, length, false, true, pixels, error);
 }

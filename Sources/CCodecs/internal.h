@@ -103,6 +103,10 @@ void mc_jpeg_scaled_size(int width, int height, enum mirror_codecs_fit fit, int 
 
 int mc_jpeg_decode(const unsigned char *input, size_t length, const struct mc_jpeg_header *header, enum mirror_codecs_fit fit, int size,
                    struct mc_pixels *pixels, struct mc_error *error);
+/// Grey at the smallest DCT scale that keeps `side` pixels on the shorter side, not turned upright (the hash turns its
+/// grid); returns 0, MALFORMED, FAILED, or MC_DECLINED (libvips takes it).
+int mc_jpeg_decode_luma(const unsigned char *input, size_t length, const struct mc_jpeg_header *header, int side, struct mc_pixels *pixels,
+                        struct mc_error *error);
 /// JPEG to JPEG without leaving YCbCr (see jpeg.c); returns 0, MALFORMED, FAILED, or MC_DECLINED (the RGB path takes it).
 int mc_jpeg_planes(const unsigned char *input, size_t length, const struct mc_jpeg_header *header,
                    const struct mirror_codecs_request *request, struct mirror_codecs_output *output, struct mc_error *error);
@@ -137,6 +141,8 @@ struct mc_png_header {
 };
 int mc_png_read_header(const unsigned char *data, size_t length, struct mc_png_header *header, struct mc_error *error);
 int mc_png_decode(const unsigned char *input, size_t length, bool keep_alpha, struct mc_pixels *pixels, struct mc_error *error);
+/// Grey when the PNG has no colour, RGB otherwise; alpha onto white.
+int mc_png_decode_luma(const unsigned char *input, size_t length, struct mc_pixels *pixels, struct mc_error *error);
 
 struct mc_webp_header {
     int width, height, has_alpha, has_animation, lossless;
@@ -146,12 +152,17 @@ size_t mc_webp_decoder_memory(const struct mc_webp_header *header);
 void mc_webp_scaled_size(const struct mc_webp_header *header, enum mirror_codecs_fit fit, int size, int *scaled_width, int *scaled_height);
 int mc_webp_decode(const unsigned char *input, size_t length, const struct mc_webp_header *header, enum mirror_codecs_fit fit, int size,
                    bool keep_alpha, struct mc_pixels *pixels, struct mc_error *error);
+/// The luma plane (full range, alpha onto white) at the smallest scale that keeps `side` pixels on the shorter side.
+int mc_webp_decode_luma(const unsigned char *input, size_t length, const struct mc_webp_header *header, int side, struct mc_pixels *pixels,
+                        struct mc_error *error);
 
 struct mc_gif_header {
     int width, height;      // the logical screen (the first frame's size when the screen is 0 × 0)
 };
 int mc_gif_read_header(const unsigned char *data, size_t length, struct mc_gif_header *header, struct mc_error *error);
 int mc_gif_decode(const unsigned char *input, size_t length, bool keep_alpha, struct mc_pixels *pixels, struct mc_error *error);
+/// The first frame as luma on white.
+int mc_gif_decode_luma(const unsigned char *input, size_t length, struct mc_pixels *pixels, struct mc_error *error);
 
 /// Encodes `pixels` as JPEG, PNG or WebP into `output` (a buffer from malloc).
 int mc_encode(const struct mc_pixels *pixels, enum mirror_codecs_format format, int quality, struct mirror_codecs_output *output,

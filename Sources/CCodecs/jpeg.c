@@ -230,6 +230,32 @@ int mc_jpeg_decode(const unsigned char *input, size_t length, const struct mc_jp
     return status;
 }
 
+/// Decodes to grey (libjpeg's luma, the chroma components never transformed) at the smallest DCT scale that keeps
+/// `side` pixels on the shorter side, stored as the file's rows are (not turned upright). Returns 0, MALFORMED,
+/// FAILED, or MC_DECLINED for an image libvips should take (as mc_jpeg_decode).
+int mc_jpeg_decode_luma(const unsigned char *input, size_t length, const struct mc_jpeg_header *header, int side, struct mc_pixels *pixels,
+                        struct mc_error *error) {
+    tjhandle handle = tjInitDecompress();
+    if (!handle) return mc_fail(error, MIRROR_CODECS_FAILED, "TurboJPEG did not start");
+    int width, height, subsampling, colorspace, status;
+    if (tjDecompressHeader3(handle, input, (unsigned long)length, &width, &height, &subsampling, &colorspace) != 0) {
+        status = tjGetErrorCode(handle) == TJERR_WARNING ? mc_jpeg_header_outcome(handle, error) : MC_DECLINED;
+    } else if (colorspace == TJCS_CMYK || colorspace == TJCS_YCCK) {
+        status = MC_DECLINED;
+    } else {
+        int scaled_width, scaled_height;
+        mc_jpeg_scaled_size(header->width, header->height, MIRROR_CODECS_CENTER_CROP, side, &scaled_width, &scaled_height);
+        status = mc_allocate(pixels, scaled_width, scaled_height, 1, error);
+        if (status == 0) {
+            status = mc_jpeg_outcome(handle, tjDecompress2(handle, input, (unsigned long)length, pixels->data, scaled_width, 0,
+                                                           scaled_height, TJPF_GRAY, TJFLAG_LIMITSCANS), error);
+            if (status != 0) mc_pixels_free(pixels);
+        }
+    }
+    tjDestroy(handle);
+    return status;
+}
+
 // MARK: The planes path
 
 /// TurboJPEG's subsampling factors: how many luma pixels a chroma sample covers across and down.

@@ -26,7 +26,10 @@ int mc_png_read_header(const unsigned char *data, size_t length, struct mc_png_h
     return 0;
 }
 
-int mc_png_decode(const unsigned char *input, size_t length, bool keep_alpha, struct mc_pixels *pixels, struct mc_error *error) {
+/// Decodes to RGBA when `keep_alpha` and the image has alpha; otherwise to RGB, or to grey when `grey_stays` and the
+/// image has no colour; alpha that goes is composited onto white.
+static int mc_png_read(const unsigned char *input, size_t length, bool keep_alpha, bool grey_stays, struct mc_pixels *pixels,
+                       struct mc_error *error) {
     png_image image;
     memset(&image, 0, sizeof image);
     image.version = PNG_IMAGE_VERSION;
@@ -34,8 +37,9 @@ int mc_png_decode(const unsigned char *input, size_t length, bool keep_alpha, st
         return mc_fail(error, MIRROR_CODECS_MALFORMED, "the PNG does not decode: %s", image.message);
     image.flags |= PNG_IMAGE_FLAG_16BIT_sRGB;
     int alpha = keep_alpha && (image.format & PNG_FORMAT_FLAG_ALPHA);
-    image.format = alpha ? PNG_FORMAT_RGBA : PNG_FORMAT_RGB;
-    int status = mc_allocate(pixels, (int)image.width, (int)image.height, alpha ? 4 : 3, error);
+    int grey = grey_stays && !(image.format & PNG_FORMAT_FLAG_COLOR);
+    image.format = alpha ? PNG_FORMAT_RGBA : grey ? PNG_FORMAT_GRAY : PNG_FORMAT_RGB;
+    int status = mc_allocate(pixels, (int)image.width, (int)image.height, alpha ? 4 : grey ? 1 : 3, error);
     if (status != 0) {
         png_image_free(&image);
         return status;
@@ -47,4 +51,12 @@ int mc_png_decode(const unsigned char *input, size_t length, bool keep_alpha, st
         png_image_free(&image);
     }
     return status;
+}
+
+int mc_png_decode(const unsigned char *input, size_t length, bool keep_alpha, struct mc_pixels *pixels, struct mc_error *error) {
+    return mc_png_read(input, length, keep_alpha, false, pixels, error);
+}
+
+int mc_png_decode_luma(const unsigned char *input, size_t length, struct mc_pixels *pixels, struct mc_error *error) {
+    return mc_png_read(input, length, false, true, pixels, error);
 }

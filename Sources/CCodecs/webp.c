@@ -86,3 +86,63 @@ int mc_webp_decode(const unsigned char *input, size_t length, const struct mc_we
     }
     return 0;
 }
+
+int mc_webp_decode_luma(const unsigned char *input, size_t length, const struct mc_webp_header *header, int side, struct mc_pixels *pixels,
+                        struct mc_error *error) {
+    WebPDecoderConfig config;
+    if (!WebPInitDecoderConfig(&config) || WebPGetFeatures(input, length, &config.input) != VP8_STATUS_OK)
+        return mc_fail(error, MIRROR_CODECS_MALFORMED, "the WebP header does not read");
+    int width, height;
+    mc_webp_scaled_size(header, MIRROR_CODECS_CENTER_CROP, side, &width, &height);
+    if (width != header->width || height != header->height) {
+        config.options.use_scaling = 1;
+        config.options.scaled_width = width;
+        config.options.scaled_height = height;
+        // Shrunk to half or less, the skipped deblocking filter leaves no trace (as mc_webp_decode).
+        if (mc_needed_scale(header->width, header->height, MIRROR_CODECS_CENTER_CROP, side) <= 0.5) config.options.bypass_filtering = 1;
+    }
+    int alpha = header->has_alpha;
+    int status = mc_allocate(pixels, width, height, 1, error);
+    if (status != 0) return status;
+    // The chroma planes (libwebp writes them; a hash does not read them) and alpha, beside the luma plane.
+    size_t luma = mc_image_bytes(width, height, 1), chroma = mc_image_bytes((width + 1) / 2, (height + 1) / 2, 1);
+    unsigned char *planes = malloc(mc_add(chroma * 2, alpha ? luma : 0));
+    if (!planes) {
+        mc_pixels_free(pixels);
+        return mc_fail(error, MIRROR_CODECS_FAILED, "out of memory for the WebP's planes");
+    }
+    config.output.colorspace = alpha ? MODE_YUVA : MODE_YUV;
+    config.output.is_external_memory = 1;
+    WebPYUVABuffer *yuva = &config.output.u.YUVA;
+    yuva->y = pixels->data;
+    yuva->y_stride = width;
+    yuva->y_size = luma;
+    yuva->u = planes;
+    yuva->v = planes + chroma;
+    yuva->u_stride = yuva->v_stride = (width + 1) / 2;
+    yuva->u_size = yuva->v_size = chroma;
+    yuva->a = alpha ? planes + chroma * 2 : NULL;
+    yuva->a_stride = alpha ? width : 0;
+    yuva->a_size = alpha ? luma : 0;
+    VP8StatusCode decoded = WebPDecode(input, length, &config);
+    WebPFreeDecBuffer(&config.output);
+    if (decoded != VP8_STATUS_OK) {
+        free(planes);
+        mc_pixels_free(pixels);
+        return mc_fail(error, MIRROR_CODECS_MALFORMED, decoded == VP8_STATUS_NOT_ENOUGH_DATA ? "the WebP's data ends early" : "the WebP does not decode (libwebp status %d)", (int)decoded);
+    }
+    // libwebp's luma is BT.601's studio range (16-235): to full range, as the other decoders' grey, composited onto
+    // white where alpha says.
+    for (size_t index = 0; index < luma; index++) {
+        int value = ((int)pixels->data[index] - 16) * 255;
+        value = value <= 0 ? 0 : (value + 109) / 219;
+        if (value > 255) value = 255;
+        if (alpha) {
+            unsigned opacity = yuva->a[index];
+            value = (int)(((unsigned)value * opacity + 255 * (255 - opacity) + 127) / 255);
+        }
+        pixels->data[index] = (unsigned char)value;
+    }
+    free(planes);
+    return 0;
+}

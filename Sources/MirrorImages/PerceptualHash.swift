@@ -1,19 +1,27 @@
 /// A PDQ hash: Meta's 256-bit perceptual hash of what an image looks like, with PDQ's quality of it.
 ///
 /// Two images the eye takes for one picture — resized, re-encoded, in another format, trimmed a little, brightened —
-/// hash a few bits apart; two different pictures about 128 bits apart. ``distance(to:)`` counts the bits that differ.
-/// PDQ's quality (0–100) says how much the image varies: a flat or nearly flat image (a logo on white, a blank frame)
-/// hashes unreliably, and PDQ's authors advise against trusting a match below 50 (``isReliable``).
+/// hash a few bits apart; two different pictures about 128 bits apart. ``distance(to:)`` counts the bits that differ
+/// (always an even number: each hash sets half its bits). PDQ's quality (0–100) says how much the image varies: a
+/// nearly flat image (a sky, a motion-blurred frame) hashes less steadily, and PDQ's authors advise against trusting a
+/// match below 50 (``isReliable``); a flat one (quality 0: no step between neighbouring samples of even 1 % of the
+/// range) hashes noise (``isFlat``).
 ///
-/// The hex form is PDQ's own: 64 hex digits, the DCT's last row of 16 bits first.
+/// The hex form is PDQ's own: 64 hex digits, the DCT's last row of 16 bits first. Hashes are made by one computation
+/// or another (``version``); hashes of two versions are not comparable.
 public struct PerceptualHash: Sendable, Hashable, CustomStringConvertible {
     /// The 256 bits, in hex order: `bits[0]` holds the first 16 hex digits.
     public let bits: SIMD4<UInt64>
     /// PDQ's quality, 0–100.
     public let quality: Int
 
-    /// The quality under which a hash is not trusted to match: PDQ's authors' advice.
+    /// The quality under which a hash is not trusted to match as far: PDQ's authors' advice.
     public static let reliableQuality = 50
+
+    /// The computation this mirror hashes with (`CCodecs`' `MIRROR_CODECS_PDQ_VERSION`): 2, PDQ of a canonical rendering
+    /// (the picture's luma averaged onto a fixed grid, whatever size it was served at); 1, issue 36's, PDQ of the
+    /// decoded pixels. A manifest record without `pdq_version` was hashed by version 1.
+    public static let version = 2
 
     public init(bits: SIMD4<UInt64>, quality: Int) {
         self.bits = bits
@@ -82,4 +90,8 @@ public struct PerceptualHash: Sendable, Hashable, CustomStringConvertible {
 
     /// Whether PDQ trusts this hash to match: quality of at least ``reliableQuality``.
     public var isReliable: Bool { quality >= Self.reliableQuality }
+
+    /// Whether the image is flat (quality 0): its hash is the rounding of nearly equal numbers, noise that two flat
+    /// images of different colours may share.
+    public var isFlat: Bool { quality <= 0 }
 }

@@ -163,7 +163,7 @@ struct NearDuplicateTests: EmulatedSearch {
             return (URL(fileURLWithPath: file).lastPathComponent, object)
         })
         #expect(hashes.count == 3)
-        #expect(hashes.values.allSatisfy { ($0["trimmed"] as? [String])?.count == 3 && ($0["quality"] as? Int ?? 0) >= 50 })
+        #expect(hashes.values.allSatisfy { ($0["trimmed"] as? [String])?.count == 3 && ($0["quality"] as? Int ?? 0) >= 50 && $0["version"] as? Int == 2 })
         #expect(hashes["b.bmp"]?["width"] as? Int == 240)
         #expect(distance(hashes["a.png"] ?? [:], hashes["b.bmp"] ?? [:]) <= 31)
         #expect(distance(hashes["a.png"] ?? [:], hashes["c.png"] ?? [:]) > 62)

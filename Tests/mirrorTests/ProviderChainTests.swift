@@ -166,7 +166,7 @@ struct ProviderChainTests: EmulatedSearch {
         ("key", "string", true), ("caption", "string", true), ("label", "string", true), ("original_width", "integer", false),
         ("original_height", "integer", false), ("original_format", "string", false), ("original_bytes", "integer", false),
         ("pdq", "string", true), ("pdq_quality", "integer", true), ("pdq_trimmed", "array of strings", true),
-        ("purpose", "string", true), ("generated", "boolean", false), ("source_type", "string", true),
+        ("pdq_version", "integer", true), ("purpose", "string", true), ("generated", "boolean", false), ("source_type", "string", true),
         ("source_type_from", "string", true), ("c2pa", "boolean", false), ("opt_outs_ignored", "array of strings", true),
     ]
 

@@ -174,7 +174,7 @@ public final class ImageCommitter: Sendable {
         var batchDigests: [String: String] = [:]
         var batchAnyLabel: Set<String> = []
         var batchNames: Set<String> = []
-        var batchLooks: [(hashes: [SIMD4<UInt64>], name: String, label: String)] = []
+        var batchLooks: [(looks: NearDuplicatePolicy.Looks, name: String, label: String)] = []
         let near = deduplication.nearPolicy
         var admitted = state.withLock { $0.admitted }
 
@@ -191,9 +191,9 @@ public final class ImageCommitter: Sendable {
                 outcomes[index] = .success(.duplicate(of: existing))
                 continue
             }
-            let looks = near?.comparableHashes(of: item.image)
-            if let looks, let match = folder.file(lookingLike: looks, label: label, anyLabel: uniqueAcrossLabels)
-                ?? Self.closest(to: looks, in: batchLooks, label: label ?? "", anyLabel: uniqueAcrossLabels, within: near!.distance) {
+            let looks = near?.looks(of: item.image)
+            if let looks, let near, let match = folder.file(lookingLike: looks, label: label, anyLabel: uniqueAcrossLabels)
+                ?? Self.closest(to: looks, in: batchLooks, label: label ?? "", anyLabel: uniqueAcrossLabels, by: near) {
                 outcomes[index] = .success(.nearDuplicate(of: match.file, distance: match.distance))
                 continue
             }
@@ -266,15 +266,16 @@ public final class ImageCommitter: Sendable {
         return outcomes.map { $0 ?? .failure(.notAdmitted) }
     }
 
-    /// The image of this batch (accepted before) that looks most like one of `hashes`, within `distance`.
+    /// The image of this batch (accepted before) that looks most like `looks`, within what `policy` allows.
     private static func closest(
-        to hashes: [SIMD4<UInt64>], in batch: [(hashes: [SIMD4<UInt64>], name: String, label: String)], label: String, anyLabel: Bool,
-        within distance: Int
+        to looks: NearDuplicatePolicy.Looks, in batch: [(looks: NearDuplicatePolicy.Looks, name: String, label: String)], label: String,
+        anyLabel: Bool, by policy: NearDuplicatePolicy
     ) -> (file: String, distance: Int)? {
         var best: (file: String, distance: Int)?
         for entry in batch where anyLabel || entry.label == label {
-            let found = NearDuplicatePolicy.distance(hashes, entry.hashes)
-            if found <= distance, best == nil || found < best!.distance { best = (entry.name, found) }
+            guard let limit = policy.distance(between: looks.quality, entry.looks.quality) else { continue }
+            let found = NearDuplicatePolicy.distance(looks.hashes, entry.looks.hashes)
+            if found <= limit, best == nil || found < best!.distance { best = (entry.name, found) }
         }
         return best
     }

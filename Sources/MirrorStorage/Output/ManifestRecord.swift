@@ -64,6 +64,9 @@ public struct ManifestRecord: Decodable, Sendable, Hashable {
     public var pdqQuality: Int?
     /// PDQ hashes of the image's centre without 1.5, 3 and 4.5 % of each border, or `nil` with no ``pdq``.
     public var pdqTrimmed: [String]?
+    /// The computation that made ``pdq`` and ``pdqTrimmed`` (``PerceptualHash/version``), or `nil` with no ``pdq``; a
+    /// record with a hash but no version was hashed by version 1.
+    public var pdqVersion: Int?
     /// The purpose the run matched reservations against (`ai-train`, …), or `nil` for a record an earlier mirror wrote.
     public var purpose: String?
     /// Whether the image declares a machine made it (``ImageDeclarations/isGenerated``).
@@ -97,6 +100,7 @@ public struct ManifestRecord: Decodable, Sendable, Hashable {
         case pdq
         case pdqQuality = "pdq_quality"
         case pdqTrimmed = "pdq_trimmed"
+        case pdqVersion = "pdq_version"
         case purpose, generated
         case sourceType = "source_type"
         case sourceTypeFrom = "source_type_from"
@@ -151,8 +155,9 @@ public struct ManifestRecord: Decodable, Sendable, Hashable {
             Field(.originalFormat, type: .string, meaning: "the format as served (`png` for a PNG stored as JPEG)"),
             Field(.originalBytes, type: .integer, meaning: "the size as served, in bytes"),
             Field(.pdq, type: .string, nullWhen: "not hashed (`--dedup exact` or `none`, or not decodable)", meaning: "what the image looks like: its PDQ hash as served, 64 hex digits"),
-            Field(.pdqQuality, type: .integer, nullWhen: "not hashed", meaning: "PDQ's quality of that hash, 0-100 (under 50: never matched)"),
+            Field(.pdqQuality, type: .integer, nullWhen: "not hashed", meaning: "PDQ's quality of that hash, 0-100 (under 50: matched within 26 bits rather than 31; 0, a flat image: never)"),
             Field(.pdqTrimmed, type: .strings, nullWhen: "not hashed", meaning: "PDQ hashes of its centre without 1.5, 3 and 4.5 % of each border (copies trimmed at the edges match one)"),
+            Field(.pdqVersion, type: .integer, nullWhen: "not hashed (a record with `pdq` but none was hashed by version 1, which mirror hashes again when it next compares the folder)", meaning: "the computation that made the hashes: 2, PDQ of the picture averaged onto a fixed grid (hashes of two versions are not comparable)"),
             Field(.purpose, type: .string, nullWhen: "written by an earlier mirror, which read no reservations", meaning: "the purpose reservations were matched against (`--purpose`: `ai-train`, `ai-input`, `search`, `archive`)"),
             Field(.generated, type: .boolean, meaning: "whether the image declares a machine made it (IPTC digital source type `trainedAlgorithmicMedia`, `compositeWithTrainedAlgorithmicMedia` or `algorithmicMedia`, in its XMP or its C2PA manifest)"),
             Field(.sourceType, type: .string, nullWhen: "the image declares none", meaning: "the digital source type it declares, an IPTC NewsCodes URI"),
@@ -207,6 +212,7 @@ public struct ManifestRecord: Decodable, Sendable, Hashable {
         self.pdq = pdq?.hex
         pdqQuality = pdq?.quality
         self.pdqTrimmed = pdq == nil ? nil : pdqTrimmed.map { PerceptualHash(bits: $0, quality: 0).hex }
+        pdqVersion = pdq == nil ? nil : PerceptualHash.version
         purpose = declarations.purpose?.rawValue
         generated = declarations.isGenerated
         sourceType = declarations.sourceType
@@ -224,6 +230,25 @@ public struct ManifestRecord: Decodable, Sendable, Hashable {
     /// The hashes in ``pdqTrimmed`` (those that read).
     public var trimmedHashes: [SIMD4<UInt64>] {
         (pdqTrimmed ?? []).compactMap { PerceptualHash(hex: $0, quality: 0)?.bits }
+    }
+
+    /// Whether the record's hashes were made by another computation than this mirror's (``PerceptualHash/version``):
+    /// not comparable until they are made again.
+    public var hasStaleLooks: Bool {
+        pdq != nil && (pdqVersion ?? 1) != PerceptualHash.version
+    }
+
+    /// A manifest line with its hashes replaced by `hash` and `trimmed` of this mirror's computation (``pdqVersion``
+    /// set), every other byte as it was; nil when the line holds no hashes as ``jsonLine()`` writes them. (In JSON text
+    /// a quote inside a string is escaped, so `"pdq":"` is only ever the key.)
+    static func line(_ line: Data, replacingLooksWith hash: PerceptualHash, trimmed: [SIMD4<UInt64>]) -> Data? {
+        let text = String(decoding: line, as: UTF8.self)
+        guard text.utf8.elementsEqual(line) else { return nil }  // kept as bytes, never repaired
+        let pattern = #""pdq":"[0-9a-f]{64}","pdq_quality":-?[0-9]+,"pdq_trimmed":(null|\[[^\]]*\])(,"pdq_version":[0-9]+|,"pdq_version":null)?"#
+        guard let range = text.range(of: pattern, options: .regularExpression) else { return nil }
+        let hexes = trimmed.map { "\"" + PerceptualHash(bits: $0, quality: 0).hex + "\"" }.joined(separator: ",")
+        let looks = #""pdq":"\#(hash.hex)","pdq_quality":\#(hash.quality),"pdq_trimmed":[\#(hexes)],"pdq_version":\#(PerceptualHash.version)"#
+        return Data(text.replacingCharacters(in: range, with: looks).utf8)
     }
 
     public init(from decoder: any Decoder) throws {
@@ -260,6 +285,7 @@ public struct ManifestRecord: Decodable, Sendable, Hashable {
         pdq = try container.decodeIfPresent(String.self, forKey: .pdq)
         pdqQuality = try container.decodeIfPresent(Int.self, forKey: .pdqQuality)
         pdqTrimmed = try container.decodeIfPresent([String].self, forKey: .pdqTrimmed)
+        pdqVersion = try container.decodeIfPresent(Int.self, forKey: .pdqVersion)
         // Records an earlier mirror wrote say nothing of consent or provenance.
         purpose = try container.decodeIfPresent(String.self, forKey: .purpose)
         generated = try container.decodeIfPresent(Bool.self, forKey: .generated) ?? false
@@ -302,6 +328,7 @@ public struct ManifestRecord: Decodable, Sendable, Hashable {
         try line.field(.pdq, pdq)
         line.field(.pdqQuality, pdqQuality)
         try line.field(.pdqTrimmed, strings: pdqTrimmed)
+        line.field(.pdqVersion, pdqVersion)
         try line.field(.purpose, purpose)
         line.field(.generated, generated)
         try line.field(.sourceType, sourceType)

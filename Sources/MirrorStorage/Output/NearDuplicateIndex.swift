@@ -119,80 +119,164 @@ public struct NearDuplicateIndex: Sendable {
     }
 }
 
-/// Saved images' hashes — each image's whole hash and its trimmed centres' (``NearDuplicatePolicy/comparableHashes(of:)``)
-/// — with what each image is (a file name, a sample's key), and the lookup of a new image among them.
+/// Saved images' hashes — each image's whole hash and its trimmed centres' (``NearDuplicatePolicy/Looks``) — with what
+/// each image is (a file name, a sample's key), and the lookup of a new image among them by a policy's rule.
 ///
 /// A copy trimmed at its edges hashes near one of the original's trimmed centres, and the original's trimmed centres
 /// hash near the trimmed copy; two copies trimmed differently meet at a trim of each. So every hash of a new image is
 /// looked up among every hash of the saved ones: the closest pair decides. (Measured on scripts/near_truth.py's
 /// photographs: leaving out the trim-against-trim pairs lost 3 of 82 pictures at 31 bits, in table order.)
+///
+/// Images PDQ trusts and the others are kept apart, each in indexes of their own distance (``NearDuplicatePolicy``: 31
+/// and 26 bits): a lookup asks each for its closest hash, so that a saved image of low quality 28 bits away never hides
+/// a trusted one 30 bits away.
 public struct NearDuplicateSet<Payload: Sendable>: Sendable {
-    private var wholes: NearDuplicateIndex
-    private var trims: NearDuplicateIndex
-    private var wholePayloads: [Payload] = []
-    private var trimPayloads: [Payload] = []
+    /// One class of quality's hashes: whole images' and trimmed centres', with their images' payloads by position.
+    private struct Tier: Sendable {
+        var wholes: NearDuplicateIndex
+        var trims: NearDuplicateIndex
+        var wholePayloads: [Payload] = []
+        var trimPayloads: [Payload] = []
 
-    public init(distance: Int) {
-        wholes = NearDuplicateIndex(distance: distance)
-        trims = NearDuplicateIndex(distance: distance)
+        init(distance: Int) {
+            wholes = NearDuplicateIndex(distance: distance)
+            trims = NearDuplicateIndex(distance: distance)
+        }
+
+        mutating func insert(_ hashes: [SIMD4<UInt64>], _ payload: Payload) {
+            guard let whole = hashes.first else { return }
+            wholes.insert(whole)
+            wholePayloads.append(payload)
+            for trim in hashes.dropFirst() {
+                trims.insert(trim)
+                trimPayloads.append(payload)
+            }
+        }
+
+        /// The closest image within `limit` (at most the indexes' distance: each answers with its closest hash, so a
+        /// closest one past `limit` means none is within it).
+        func match(for hashes: [SIMD4<UInt64>], within limit: Int) -> (payload: Payload, distance: Int)? {
+            var best: (payload: Payload, distance: Int)?
+            func consider(_ found: (position: Int, distance: Int)?, in payloads: [Payload]) {
+                guard let found, found.distance <= limit, best == nil || found.distance < best!.distance else { return }
+                best = (payloads[found.position], found.distance)
+            }
+            for bits in hashes {
+                consider(wholes.match(for: bits), in: wholePayloads)
+                consider(trims.match(for: bits), in: trimPayloads)
+            }
+            return best
+        }
+
+        var approximateBytes: Int { wholes.approximateBytes + trims.approximateBytes }
+    }
+
+    public let policy: NearDuplicatePolicy
+    private var reliable: Tier
+    private var unreliable: Tier
+    private var images = 0
+
+    public init(policy: NearDuplicatePolicy) {
+        self.policy = policy
+        reliable = Tier(distance: policy.distance)
+        unreliable = Tier(distance: min(policy.distance, policy.lowQualityDistance))
     }
 
     /// Images added.
-    public var count: Int { wholePayloads.count }
+    public var count: Int { images }
 
-    /// Bytes the two indexes hold, roughly.
-    public var approximateBytes: Int { wholes.approximateBytes + trims.approximateBytes }
+    /// Bytes the indexes hold, roughly.
+    public var approximateBytes: Int { reliable.approximateBytes + unreliable.approximateBytes }
 
-    /// Adds an image's hashes: its whole hash first, then its trimmed centres'.
-    public mutating func insert(_ hashes: [SIMD4<UInt64>], _ payload: Payload) {
-        guard let whole = hashes.first else { return }
-        wholes.insert(whole)
-        wholePayloads.append(payload)
-        for trim in hashes.dropFirst() {
-            trims.insert(trim)
-            trimPayloads.append(payload)
+    /// Adds an image's looks (its whole hash first, then its trimmed centres'); a flat one is never matched, and not kept.
+    public mutating func insert(_ looks: NearDuplicatePolicy.Looks, _ payload: Payload) {
+        guard looks.quality > 0, !looks.hashes.isEmpty else { return }
+        images += 1
+        if looks.quality >= PerceptualHash.reliableQuality {
+            reliable.insert(looks.hashes, payload)
+        } else {
+            unreliable.insert(looks.hashes, payload)
         }
     }
 
-    /// The saved image closest to a new one of `hashes` (whole first), within the index's distance.
-    public func match(for hashes: [SIMD4<UInt64>]) -> (payload: Payload, distance: Int)? {
-        var best: (payload: Payload, distance: Int)?
-        func consider(_ found: (position: Int, distance: Int)?, in payloads: [Payload]) {
-            guard let found, best == nil || found.distance < best!.distance else { return }
-            best = (payloads[found.position], found.distance)
-        }
-        for bits in hashes {
-            consider(wholes.match(for: bits), in: wholePayloads)
-            consider(trims.match(for: bits), in: trimPayloads)
-        }
-        return best
+    /// The saved image closest to a new one, within the distance the policy allows for their two qualities.
+    public func match(for looks: NearDuplicatePolicy.Looks) -> (payload: Payload, distance: Int)? {
+        guard let trusted = policy.distance(between: looks.quality, PerceptualHash.reliableQuality),
+              let doubted = policy.distance(between: looks.quality, 1) else { return nil }
+        let fromReliable = reliable.match(for: looks.hashes, within: trusted)
+        let fromUnreliable = unreliable.match(for: looks.hashes, within: doubted)
+        guard let other = fromUnreliable else { return fromReliable }
+        guard let found = fromReliable else { return other }
+        return other.distance < found.distance ? other : found
     }
 }
 
-/// When two images are one picture to the eye (`--dedup near`): their PDQ hashes at most ``distance`` bits apart, both
-/// hashes reliable (PDQ quality of at least ``PerceptualHash/reliableQuality``), and both images at least
-/// ``minimumSide`` pixels on their shorter side (a thumbnail's hash says too little). An image that fails either is
-/// never merged with another, nor another with it.
+/// When two images are one picture to the eye (`--dedup near`): some hash of one at most ``distance`` bits from some
+/// hash of the other when PDQ trusts both (quality 50 or more), at most ``lowQualityDistance`` when it doubts either
+/// (quality 1-49); never when either is flat (quality 0: its hash is noise) or under ``minimumSide`` pixels on its
+/// shorter side (a thumbnail's hash says too little).
+///
+/// How the numbers were chosen (scripts/near_truth.py's 621 files of 120 pictures, BENCHMARKS.md "Recognition across
+/// sizes and contrast"): copies of a picture PDQ trusts lie within 24 bits of each other; copies of a low-quality one
+/// within 24 bits of their original but up to 38 of each other (more of their coefficients sit near the median, so
+/// more bits flip); the closest two different pictures are 80 bits apart, 84 when either is of low quality. PDQ's own
+/// 31 stays for trusted hashes. For the others the ground truth shows no risk, but it cannot show what a nearly flat
+/// picture shares with another (a hash is blind to colour and to overall brightness, and a nearly flat one keeps few
+/// of its bits for structure): 26, one step (hashes differ by even numbers) past the farthest low-quality copy from
+/// its original.
 public struct NearDuplicatePolicy: Sendable, Hashable {
-    /// The default largest distance (BENCHMARKS.md and scripts/near_truth.py: how it was chosen).
+    /// The default largest distance between hashes PDQ trusts.
     public static let defaultDistance = 31
+    /// The default largest distance when either hash is of low quality.
+    public static let defaultLowQualityDistance = 26
     /// The default smallest shorter side, in pixels.
     public static let defaultMinimumSide = 64
 
     public var distance: Int
+    public var lowQualityDistance: Int
     public var minimumSide: Int
 
-    public init(distance: Int = Self.defaultDistance, minimumSide: Int = Self.defaultMinimumSide) {
+    public init(
+        distance: Int = Self.defaultDistance, lowQualityDistance: Int = Self.defaultLowQualityDistance, minimumSide: Int = Self.defaultMinimumSide
+    ) {
         self.distance = distance
+        self.lowQualityDistance = lowQualityDistance
         self.minimumSide = minimumSide
     }
 
-    /// The hashes an image is compared by — the whole image's, then its trimmed centres' — or nil when it is never
-    /// merged. Two images are one picture when any hash of one is within ``distance`` of any hash of the other.
-    public func comparableHashes(of image: VerifiedImage) -> [SIMD4<UInt64>]? {
-        guard let hash = image.perceptualHash, hash.isReliable else { return nil }
+    /// What an image is compared by: its hashes (the whole image's, then its trimmed centres') and their quality.
+    public struct Looks: Sendable, Hashable {
+        public var hashes: [SIMD4<UInt64>]
+        public var quality: Int
+
+        public init(hashes: [SIMD4<UInt64>], quality: Int) {
+            self.hashes = hashes
+            self.quality = quality
+        }
+
+        public init(_ hash: PerceptualHash, trimmed: [SIMD4<UInt64>]) {
+            self.init(hashes: [hash.bits] + trimmed, quality: hash.quality)
+        }
+    }
+
+    /// The largest distance at which hashes of qualities `a` and `b` are one picture, or nil when they never are.
+    public func distance(between a: Int, _ b: Int) -> Int? {
+        guard a > 0, b > 0 else { return nil }
+        let reliable = PerceptualHash.reliableQuality
+        return a >= reliable && b >= reliable ? distance : min(distance, lowQualityDistance)
+    }
+
+    /// Whether two images' looks make one picture.
+    public func matches(_ a: Looks, _ b: Looks) -> Bool {
+        guard let limit = distance(between: a.quality, b.quality) else { return false }
+        return Self.distance(a.hashes, b.hashes) <= limit
+    }
+
+    /// What an image is compared by, or nil when it is never merged (no hash, a flat one, or too small).
+    public func looks(of image: VerifiedImage) -> Looks? {
+        guard let hash = image.perceptualHash, !hash.isFlat else { return nil }
         let width = image.originalWidth ?? image.info.width, height = image.originalHeight ?? image.info.height
-        return min(width, height) >= minimumSide ? [hash.bits] + image.trimmedHashes : nil
+        return min(width, height) >= minimumSide ? Looks(hash, trimmed: image.trimmedHashes) : nil
     }
 
     /// The smallest distance between any of `hashes` and any of `others`.
@@ -243,8 +327,8 @@ struct NearDuplicateFiles {
 
     /// Adds a saved file's hashes (its image `side` pixels on its shorter side as served).
     mutating func add(_ hash: PerceptualHash, trimmed: [SIMD4<UInt64>], side: Int, file: String, label: String) {
-        guard let policy, hash.isReliable, side >= policy.minimumSide else { return }
-        sets[label, default: NearDuplicateSet(distance: policy.distance)].insert([hash.bits] + trimmed, file)
+        guard let policy, !hash.isFlat, side >= policy.minimumSide else { return }
+        sets[label, default: NearDuplicateSet(policy: policy)].insert(NearDuplicatePolicy.Looks(hash, trimmed: trimmed), file)
     }
 
     /// Compares by `policy` from now on (the first call only; the caller then adds what is saved already).
@@ -252,13 +336,13 @@ struct NearDuplicateFiles {
         if self.policy == nil { self.policy = policy }
     }
 
-    /// The saved file that looks like an image of `hashes` (the closest, under `label` or under any label), with their
+    /// The saved file that looks like an image of `looks` (the closest, under `label` or under any label), with their
     /// distance.
-    func match(for hashes: [SIMD4<UInt64>], label: String, anyLabel: Bool) -> (file: String, distance: Int)? {
+    func match(for looks: NearDuplicatePolicy.Looks, label: String, anyLabel: Bool) -> (file: String, distance: Int)? {
         let candidates = anyLabel ? Array(sets.values) : sets[label].map { [$0] } ?? []
         var best: (file: String, distance: Int)?
         for set in candidates {
-            guard let found = set.match(for: hashes) else { continue }
+            guard let found = set.match(for: looks) else { continue }
             if best == nil || found.distance < best!.distance { best = (found.payload, found.distance) }
         }
         return best

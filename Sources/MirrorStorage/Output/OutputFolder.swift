@@ -56,6 +56,8 @@ public final class OutputFolder: Sendable {
         var near = NearDuplicateFiles()
         /// Where the folder's images are (flat, numbered subfolders), for where the next go.
         var placement = FolderPlacement()
+        /// Saved images whose hashes an earlier mirror's computation made (``ManifestRecord/hasStaleLooks``).
+        var staleLooks = 0
     }
 
     /// The kinds of key in ``State/keys``, each in its own namespace.
@@ -194,11 +196,52 @@ public final class OutputFolder: Sendable {
         }
     }
 
-    /// The saved file that looks like an image of PDQ hashes `hashes` (``NearDuplicatePolicy/comparableHashes(of:)``;
-    /// under `label`, or under any label when `anyLabel`), with the distance of their closest hashes; nil when none does
-    /// or ``useNearDuplicates(_:)`` was not called.
-    public func file(lookingLike hashes: [SIMD4<UInt64>], label: String? = nil, anyLabel: Bool = false) -> (file: String, distance: Int)? {
-        state.withLock { $0.near.match(for: hashes, label: label ?? "", anyLabel: anyLabel) }
+    /// The saved file that looks like an image of `looks` (``NearDuplicatePolicy/looks(of:)``; under `label`, or under
+    /// any label when `anyLabel`), with the distance of their closest hashes; nil when none does or
+    /// ``useNearDuplicates(_:)`` was not called.
+    public func file(lookingLike looks: NearDuplicatePolicy.Looks, label: String? = nil, anyLabel: Bool = false) -> (file: String, distance: Int)? {
+        state.withLock { $0.near.match(for: looks, label: label ?? "", anyLabel: anyLabel) }
+    }
+
+    /// The saved images whose hashes another computation made (``ManifestRecord/hasStaleLooks``: an earlier mirror's):
+    /// never compared until ``refreshLooks(_:)`` replaces them.
+    public func recordsWithStaleLooks() -> [ManifestRecord] {
+        state.withLock { $0.staleLooks } == 0 ? [] : records.filter(\.hasStaleLooks)
+    }
+
+    /// Replaces saved images' hashes (by file name) with this mirror's, and compares by them from then on. The manifest
+    /// is written anew as a repair writes it (a temporary file in `.mirror/`, synced, renamed over it), each updated line
+    /// with its `pdq`, `pdq_quality`, `pdq_trimmed` and `pdq_version` replaced in place and every other byte kept (kept
+    /// columns too). Called before the run publishes anything (the manifest must not grow meanwhile).
+    ///
+    /// - Returns: the records updated.
+    /// - Throws: `FileError` when the manifest cannot be replaced (then nothing changed).
+    @discardableResult
+    public func refreshLooks(_ looks: [String: (hash: PerceptualHash, trimmed: [SIMD4<UInt64>])]) throws(FileError) -> Int {
+        guard !looks.isEmpty, let data = try? Data(contentsOf: manifestURL) else { return 0 }
+        var output = Data()
+        output.reserveCapacity(data.count)
+        var updated: [ManifestRecord] = []
+        var refreshed = 0  // of those, stale before
+        for line in data.split(separator: 0x0A, omittingEmptySubsequences: false).dropLast(data.last == 0x0A ? 1 : 0) {
+            if let record = ManifestRecord.decode(line), let new = looks[record.file],
+               let patched = ManifestRecord.line(Data(line), replacingLooksWith: new.hash, trimmed: new.trimmed),
+               let decoded = ManifestRecord.decode(patched) {
+                output.append(patched)
+                updated.append(decoded)
+                if record.hasStaleLooks { refreshed += 1 }
+            } else {
+                output.append(contentsOf: line)
+            }
+            output.append(0x0A)
+        }
+        guard !updated.isEmpty else { return 0 }
+        try Self.replace(manifestURL, with: output, in: stateDirectory)
+        state.withLock { state in
+            state.staleLooks -= refreshed
+            for record in updated { Self.rememberLooks(of: record, in: &state) }
+        }
+        return updated.count
     }
 
     /// A lookup key of `text` under `label`: the text alone when there is none, so unlabelled folders read as before.
@@ -320,12 +363,14 @@ public final class OutputFolder: Sendable {
             state.keys.insert(Fingerprint(record.sha256).key(for: .labelledDigest), value: record.file)
         }
         state.keys.insert(Fingerprint(record.file.lowercased()).key(for: .name))
+        if record.hasStaleLooks { state.staleLooks += 1 }
         rememberLooks(of: record, in: &state)
     }
 
-    /// Adds a saved record's hashes to the near-duplicate lookup, when it compares by them.
+    /// Adds a saved record's hashes to the near-duplicate lookup, when it compares by them (and they are of this
+    /// mirror's computation).
     private static func rememberLooks(of record: ManifestRecord, in state: inout State) {
-        guard state.near.policy != nil, let hash = record.perceptualHash else { return }
+        guard state.near.policy != nil, !record.hasStaleLooks, let hash = record.perceptualHash else { return }
         state.near.add(hash, trimmed: record.trimmedHashes, side: min(record.originalWidth, record.originalHeight), file: record.file, label: record.label ?? "")
     }
 
@@ -378,6 +423,11 @@ public final class OutputFolder: Sendable {
             guard let line = try? record.jsonLine() else { continue }
             data.append(line)
         }
+        try replace(url, with: data, in: scratch)
+    }
+
+    /// Puts `data` in place of the file at `url`: a temporary file in `scratch`, synced, renamed over it.
+    private static func replace(_ url: URL, with data: Data, in scratch: URL) throws(FileError) {
         let temporary = try AtomicFile.makeTemporary(in: scratch)
         close(temporary.descriptor)
         try write(data, to: temporary.url, flags: O_WRONLY | O_TRUNC, sync: true)

@@ -7,18 +7,21 @@ struct Hash: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print the perceptual (PDQ) hash of image files, as --dedup near compares them.",
         discussion: """
-            One line per file: the 64 hex digits of its PDQ hash (Meta's 256-bit perceptual hash), PDQ's quality \
-            (0-100) and the path. Two images whose hashes differ in at most \(NearDuplicatePolicy.defaultDistance) \
-            bits are near-duplicates to mirror, unless either hash's quality is under \
-            \(PerceptualHash.reliableQuality) (a flat image, never merged). Exit 1 if a file is not an image that \
-            decodes.
+            One line per file: the 64 hex digits of its PDQ hash (Meta's 256-bit perceptual hash, of the picture's \
+            luma averaged onto a fixed grid: version \(PerceptualHash.version)), PDQ's quality (0-100) and the path. \
+            Two images are near-duplicates to mirror when some hash of one (the whole image's, or its centre's without \
+            1.5, 3 or 4.5 % of each border) is within \(NearDuplicatePolicy.defaultDistance) bits of some hash of the \
+            other; within \(NearDuplicatePolicy.defaultLowQualityDistance) when either quality is under \
+            \(PerceptualHash.reliableQuality) (a nearly flat picture); never when either is 0 (flat) or an image is \
+            under \(NearDuplicatePolicy.defaultMinimumSide) pixels on its shorter side. Exit 1 if a file is not an \
+            image that decodes.
             """
     )
 
     @Argument(help: "Image files (JPEG, PNG, WebP, GIF, and through libvips TIFF, HEIF, AVIF, BMP).")
     var files: [String]
 
-    @Flag(help: "Print one JSON object per line: file, pdq, quality, trimmed (the hashes of its centre without 1.5, 3 and 4.5 % of each border), width, height (or error).")
+    @Flag(help: "Print one JSON object per line: file, pdq, quality, trimmed (the hashes of its centre without 1.5, 3 and 4.5 % of each border), version, width, height (or error).")
     var json = false
 
     func run() throws {
@@ -31,7 +34,10 @@ struct Hash: ParsableCommand {
                 let info = try ImageValidator().validate(data)
                 let (hash, trimmed) = try PerceptualHasher.hashes(data, format: info.format)
                 let trims = trimmed.map { PerceptualHash(bits: $0, quality: hash.quality).hex }
-                let fields: [String: Any] = ["file": path, "pdq": hash.hex, "quality": hash.quality, "trimmed": trims, "width": info.width, "height": info.height]
+                let fields: [String: Any] = [
+                    "file": path, "pdq": hash.hex, "quality": hash.quality, "trimmed": trims, "version": PerceptualHash.version, "width": info.width,
+                    "height": info.height,
+                ]
                 Self.write(json ? Self.jsonLine(fields) : "\(hash.hex) \(hash.quality) \(path)")
             } catch {
                 failed = true

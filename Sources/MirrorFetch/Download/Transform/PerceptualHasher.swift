@@ -1,18 +1,21 @@
 import CCodecs
 import Foundation
+import MirrorCore
 import MirrorImages
 import MirrorStorage
 
-/// PDQ hashes of verified images, for `--dedup near` (``PerceptualHash``).
+/// PDQ hashes of verified images, for `--dedup near` (``PerceptualHash``, version ``PerceptualHash/version``).
 ///
-/// An image is decoded at the smallest scale that keeps 128 pixels on its shorter side (a JPEG's DCT scaling, WebP's
-/// scaled decode; PNG and GIF whole, then averaged down; the rare formats through libvips at 512 pixels), turned
-/// upright as EXIF says, alpha onto white, and hashed (`CCodecs/pdq.c`). Like a resize it is hostile input: the memory
-/// the decode will take is estimated from the headers and checked against ``memoryLimit`` before a decoder allocates,
-/// taken from the run's ``DecodeBudget``, and marked in its ``DecodeJournal`` so that a decoder's crash costs the row.
+/// An image's luma is decoded at the smallest scale that keeps 128 pixels on its shorter side (a JPEG's DCT scaling
+/// straight to grey, WebP's scaled decode of its luma plane; PNG and GIF whole; the rare formats through libvips at 512
+/// pixels), alpha onto white, averaged onto a fixed grid turned upright as EXIF says, and hashed from that grid
+/// (`CCodecs/pdq.c`): the same cells of the picture whatever size it was served at. Like a resize it is hostile input:
+/// the memory the decode will take is estimated from the headers and checked against ``memoryLimit`` before a decoder
+/// allocates, taken from the run's ``DecodeBudget``, and marked in its ``DecodeJournal`` so that a decoder's crash
+/// costs the row.
 ///
 /// An image that cannot be hashed — it does not decode cleanly, it would take too much memory, a decoder crashed on it
-/// before — is kept without a hash: never merged with another, the way PDQ's low-quality hashes are not.
+/// before — is kept without a hash: never merged with another, the way a flat image's hash (quality 0) is not.
 package struct PerceptualHasher: Sendable {
     /// The memory, in bytes, one image's decode may take. Default ``ImageTransform/defaultMemoryLimit``.
     package var memoryLimit: Int
@@ -83,5 +86,43 @@ package struct PerceptualHasher: Sendable {
 
     private static func hash(of output: mirror_codecs_pdq) -> PerceptualHash {
         withUnsafeBytes(of: output.hash) { PerceptualHash(bytes: $0, quality: Int(output.quality))! }
+    }
+}
+
+extension PerceptualHasher {
+    /// Hashes again, by this mirror's computation, the saved images whose hashes an earlier one made (a folder saved
+    /// before hashes version 2), so that a top-up compares new images with them: each file decoded as a download is
+    /// (its memory checked first, marked in the folder's decode journal while it decodes), then the manifest written
+    /// anew once (``OutputFolder/refreshLooks(_:)``). A resized file is hashed as saved (a copy of the picture, as far
+    /// as the hash goes). A file that does not decode, or crashed a decoder on an earlier try, keeps its old hashes and
+    /// is never compared.
+    ///
+    /// Costs a hash per stale image, once: about a millisecond each for photographs (BENCHMARKS.md).
+    /// - Returns: the images hashed again.
+    /// - Throws: `FileError` when the manifest cannot be replaced.
+    @discardableResult
+    package func refreshLooks(in folder: OutputFolder) throws(FileError) -> Int {
+        let stale = folder.recordsWithStaleLooks()
+        guard !stale.isEmpty else { return 0 }
+        var looks: [String: (hash: PerceptualHash, trimmed: [SIMD4<UInt64>])] = [:]
+        for record in stale {
+            let file = folder.directory.appendingPathComponent(record.file)
+            let source = URL(string: record.url) ?? file
+            let verdict = journal?.verdict(for: source) ?? .decode
+            guard verdict != .crashed, let input = try? Data(contentsOf: file, options: .alwaysMapped),
+                  let format = try? ImageValidator().validate(input).format else { continue }
+            do throws(ImageTransform.Failure) {
+                let needed = try Self.estimate(input, format: format)
+                looks[record.file] = try ImageTransform.guardedDecode(
+                    of: source, needing: needed, alone: verdict == .decodeAlone, budget: budget, journal: journal
+                ) { () throws(ImageTransform.Failure) in
+                    let made = try Self.hashes(input, format: format, memoryLimit: memoryLimit)
+                    return (made.whole, made.trimmed)
+                }
+            } catch {
+                continue
+            }
+        }
+        return try folder.refreshLooks(looks)
     }
 }

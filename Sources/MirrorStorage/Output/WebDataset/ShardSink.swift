@@ -153,7 +153,7 @@ public final class ShardSink: ImageSink {
         }
         self.state = Locked(state)
         digests = try DiskKeySet(directory: hidden, name: "digests")
-        looks = Locked(NearDuplicateSet(distance: configuration.deduplication.nearPolicy?.distance ?? 0))
+        looks = Locked(NearDuplicateSet(policy: configuration.deduplication.nearPolicy ?? NearDuplicatePolicy()))
     }
 
     /// Images wait here until their shard is written: this copy's own folder (same file system as the shards).
@@ -199,10 +199,10 @@ public final class ShardSink: ImageSink {
             outcome = .failure(.unwritable(failure as? FileError ?? FileError(operation: "upload", path: configuration.directory.path, code: EIO)))
         } else if configuration.deduplication.refusesSameBytes, !digests.insert(image.downloadDigest, value: key) {
             outcome = .success(.duplicate(of: digests.value(for: image.downloadDigest) ?? "an earlier sample"))
-        } else if let hashes = configuration.deduplication.nearPolicy?.comparableHashes(of: image),
+        } else if let these = configuration.deduplication.nearPolicy?.looks(of: image),
                   let match = looks.withLock({ looks -> (payload: String, distance: Int)? in
-                      if let found = looks.match(for: hashes) { return found }
-                      looks.insert(hashes, key)
+                      if let found = looks.match(for: these) { return found }
+                      looks.insert(these, key)
                       return nil
                   }) {
             outcome = .success(.nearDuplicate(of: match.payload, distance: match.distance))

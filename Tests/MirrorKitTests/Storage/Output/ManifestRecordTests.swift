@@ -31,7 +31,7 @@ struct ManifestRecordTests {
     @Test func theSchemaListsTheCodingKeysInOrder() {
         #expect(ManifestRecord.Field.all.map(\.key) == ManifestRecord.CodingKeys.allCases.map(\.rawValue))
         // Exactly the optional properties may be null
-        #expect(ManifestRecord.Field.all.filter { $0.nullWhen != nil }.map(\.key) == ["page_url", "provider", "id", "title", "creator", "license", "license_url", "query", "key", "caption", "label", "pdq", "pdq_quality", "pdq_trimmed", "purpose", "source_type", "source_type_from", "opt_outs_ignored"])
+        #expect(ManifestRecord.Field.all.filter { $0.nullWhen != nil }.map(\.key) == ["page_url", "provider", "id", "title", "creator", "license", "license_url", "query", "key", "caption", "label", "pdq", "pdq_quality", "pdq_trimmed", "pdq_version", "purpose", "source_type", "source_type_from", "opt_outs_ignored"])
     }
 
     @Test func aLineHoldsEveryKeyInOrderAndNullForTheUnknown() throws {
@@ -54,7 +54,7 @@ struct ManifestRecordTests {
         }
         let unknownLine = String(decoding: try unknown.jsonLine(), as: UTF8.self)
         #expect(unknownLine.contains(#""provider":null,"id":null,"title":null,"creator":null,"license":null,"license_url":null"#))
-        #expect(unknownLine.contains(#""query":null,"fetched_at":"1970-01-01T00:00:00Z","key":null,"caption":null,"label":null,"original_width":1,"original_height":2,"original_format":"png","original_bytes":3,"pdq":null,"pdq_quality":null,"pdq_trimmed":null,"purpose":null,"generated":false,"source_type":null,"source_type_from":null,"c2pa":false,"opt_outs_ignored":null}"#))
+        #expect(unknownLine.contains(#""query":null,"fetched_at":"1970-01-01T00:00:00Z","key":null,"caption":null,"label":null,"original_width":1,"original_height":2,"original_format":"png","original_bytes":3,"pdq":null,"pdq_quality":null,"pdq_trimmed":null,"pdq_version":null,"purpose":null,"generated":false,"source_type":null,"source_type_from":null,"c2pa":false,"opt_outs_ignored":null}"#))
         // Strings are escaped by JSONEncoder, slashes left alone
         let knownLine = String(decoding: try known.jsonLine(), as: UTF8.self)
         #expect(knownLine.contains(#""title":"A \"quoted\" <title>\n""#))
@@ -101,7 +101,7 @@ struct ManifestRecordTests {
         let line = String(decoding: try record.jsonLine(), as: UTF8.self)
 
         // Then the columns come last, as written, and the line is one JSON object with every field
-        #expect(line.hasSuffix(#""pdq_trimmed":null,"purpose":null,"generated":false,"source_type":null,"source_type_from":null,"c2pa":false,"opt_outs_ignored":null,"w":640,"source":"web"}"# + "\n"))
+        #expect(line.hasSuffix(#""pdq_trimmed":null,"pdq_version":null,"purpose":null,"generated":false,"source_type":null,"source_type_from":null,"c2pa":false,"opt_outs_ignored":null,"w":640,"source":"web"}"# + "\n"))
         let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
         #expect(object["caption"] as? String == "a \"cat\"")
         #expect(object["key"] as? String == "000000042")
