@@ -48,13 +48,23 @@ public struct Response: Sendable {
         case reset(prefix: Data, declaredLength: Int)
         /// `Content-Length: data.count`, then `data`, then `excess` — bytes past the declared length — on a connection
         /// kept alive, so that what the client asks next on it is answered by them first (a server bug that poisons a
-        /// reused connection). With `after`, the excess is written that long after the body, once the client has
-        /// taken the response as complete.
-        case overlong(Data, excess: Data, after: Duration?)
+        /// reused connection). `sent` says when the excess goes: with the body, or held until the client's next
+        /// request on the connection has arrived and written just before its answer — so the client has taken the
+        /// response as complete and reused the connection, whatever the machine's speed (a delay in time was a race:
+        /// a client slower than the delay found the excess on the idle connection and opened another).
+        case overlong(Data, excess: Data, sent: ExcessTiming)
         /// `size` bytes of ``DeterministicBytes`` streamed in 64 KiB chunks as fast as the client reads them
         /// (with backpressure; never held in memory, so many gigabytes are fine). With
         /// `includeContentLength == false` the body is sent chunked.
         case generated(size: Int, includeContentLength: Bool)
+    }
+
+    /// When an ``Body/overlong(_:excess:sent:)`` body's excess is written.
+    public enum ExcessTiming: Sendable {
+        /// In the same write as the body.
+        case withTheBody
+        /// Just before the answer to the next request on the connection (after it arrived).
+        case beforeTheNextAnswer
     }
 
     /// Creates a response.

@@ -81,14 +81,14 @@ struct FaultMatrixTests {
     /// Issue 43: a response with bytes past its `Content-Length` leaves them on the kept-alive connection, where the
     /// next request reads them as its answer (libcurl reports HTTP/0.9): that row, a good image, must not fail for
     /// good — its attempt is the connection's fault, tried again on a fresh one, even with `--retries 0`.
-    @Test(arguments: [Duration?.none, .milliseconds(1_500)])
-    func aResponseWithBytesPastItsLengthCostsNoOtherRow(excessAfter: Duration?) async throws {
-        // Given a PNG followed by 700 garbage bytes (at once, or once the client has taken the PNG as complete), then
-        // a good PNG on the same host
+    @Test(arguments: [Response.ExcessTiming.withTheBody, .beforeTheNextAnswer])
+    func aResponseWithBytesPastItsLengthCostsNoOtherRow(excessSent: Response.ExcessTiming) async throws {
+        // Given a PNG followed by 700 garbage bytes (at once, or once the client has asked for the next image on that
+        // connection), then a good PNG on the same host
         let server = try TestServer.start()
         defer { server.stop() }
         let garbage = Data((0..<700).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) })
-        server.route("/bad.png", Response(headers: [("Content-Type", "image/png")], body: .overlong(Self.png, excess: garbage, after: excessAfter)))
+        server.route("/bad.png", Response(headers: [("Content-Type", "image/png")], body: .overlong(Self.png, excess: garbage, sent: excessSent)))
         let good = TestImages.png(width: 30, height: 20, seed: 8)
         server.route("/good.png", .ok(good, contentType: "image/png"))
 
