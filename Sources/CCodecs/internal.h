@@ -49,6 +49,20 @@ static inline size_t mc_image_bytes(long width, long height, long channels) {
     return mc_mul(mc_mul((size_t)width, (size_t)height), (size_t)channels);
 }
 
+/// Where the stored pixel (x, y) of a `width` x `height` image goes when it is turned upright as EXIF `orientation`
+/// (2-8; 1 is upright already and not asked for) says.
+static inline void mc_oriented(int orientation, int x, int y, int width, int height, int *nx, int *ny) {
+    switch (orientation) {
+    case 2: *nx = width - 1 - x; *ny = y; break;
+    case 3: *nx = width - 1 - x; *ny = height - 1 - y; break;
+    case 4: *nx = x; *ny = height - 1 - y; break;
+    case 5: *nx = y; *ny = x; break;
+    case 6: *nx = height - 1 - y; *ny = x; break;
+    case 7: *nx = height - 1 - y; *ny = width - 1 - x; break;
+    default: *nx = y; *ny = width - 1 - x; break;  // 8
+    }
+}
+
 /// Allocates `width` × `height` × `channels` bytes; FAILED when it cannot (the estimate has admitted the size already).
 int mc_allocate(struct mc_pixels *pixels, int width, int height, int channels, struct mc_error *error);
 void mc_pixels_free(struct mc_pixels *pixels);

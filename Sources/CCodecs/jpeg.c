@@ -184,16 +184,8 @@ static int mc_orient(struct mc_pixels *pixels, int orientation, struct mc_error 
     if (status != 0) return status;
     for (int y = 0; y < h; y++) {
         for (int x = 0; x < w; x++) {
-            int nx, ny;  // where stored pixel (x, y) goes
-            switch (orientation) {
-            case 2: nx = w - 1 - x; ny = y; break;
-            case 3: nx = w - 1 - x; ny = h - 1 - y; break;
-            case 4: nx = x; ny = h - 1 - y; break;
-            case 5: nx = y; ny = x; break;
-            case 6: nx = h - 1 - y; ny = x; break;
-            case 7: nx = h - 1 - y; ny = w - 1 - x; break;
-            default: nx = y; ny = w - 1 - x; break;  // 8
-            }
+            int nx, ny;
+            mc_oriented(orientation, x, y, w, h, &nx, &ny);
             memcpy(out.data + ((size_t)ny * (size_t)out.width + (size_t)nx) * (size_t)c, pixels->data + ((size_t)y * (size_t)w + (size_t)x) * (size_t)c, (size_t)c);
         }
     }
@@ -202,10 +194,11 @@ static int mc_orient(struct mc_pixels *pixels, int orientation, struct mc_error 
     return 0;
 }
 
-/// Returns 0, MALFORMED, FAILED, or MC_DECLINED for an image libvips should take (CMYK, or a subsampling TurboJPEG
-/// cannot name).
-int mc_jpeg_decode(const unsigned char *input, size_t length, const struct mc_jpeg_header *header, enum mirror_codecs_fit fit, int size,
-                   struct mc_pixels *pixels, struct mc_error *error) {
+/// Decodes at the smallest DCT scale that covers `fit` at `size`, as `format` (TJPF_RGB or TJPF_GRAY, `channels` 3 or
+/// 1), turned upright when `upright`. Returns 0, MALFORMED, FAILED, or MC_DECLINED for an image libvips should take
+/// (CMYK, or a subsampling TurboJPEG cannot name).
+static int mc_jpeg_decode_scaled(const unsigned char *input, size_t length, const struct mc_jpeg_header *header, enum mirror_codecs_fit fit,
+                                 int size, int format, int channels, int upright, struct mc_pixels *pixels, struct mc_error *error) {
     tjhandle handle = tjInitDecompress();
     if (!handle) return mc_fail(error, MIRROR_CODECS_FAILED, "TurboJPEG did not start");
     int width, height, subsampling, colorspace, status;
@@ -218,11 +211,11 @@ int mc_jpeg_decode(const unsigned char *input, size_t length, const struct mc_jp
     } else {
         int scaled_width, scaled_height;
         mc_jpeg_scaled_size(header->width, header->height, fit, size, &scaled_width, &scaled_height);
-        status = mc_allocate(pixels, scaled_width, scaled_height, 3, error);
+        status = mc_allocate(pixels, scaled_width, scaled_height, channels, error);
         if (status == 0) {
             status = mc_jpeg_outcome(handle, tjDecompress2(handle, input, (unsigned long)length, pixels->data, scaled_width, 0,
-                                                           scaled_height, TJPF_RGB, TJFLAG_LIMITSCANS), error);
-            if (status == 0) status = mc_orient(pixels, header->orientation, error);
+                                                           scaled_height, format, TJFLAG_LIMITSCANS), error);
+            if (status == 0 && upright) status = mc_orient(pixels, header->orientation, error);
             if (status != 0) mc_pixels_free(pixels);
         }
     }
@@ -230,30 +223,18 @@ int mc_jpeg_decode(const unsigned char *input, size_t length, const struct mc_jp
     return status;
 }
 
+/// Decodes to RGB, turned upright. Returns as mc_jpeg_decode_scaled.
+int mc_jpeg_decode(const unsigned char *input, size_t length, const struct mc_jpeg_header *header, enum mirror_codecs_fit fit, int size,
+                   struct mc_pixels *pixels, struct mc_error *error) {
+    return mc_jpeg_decode_scaled(input, length, header, fit, size, TJPF_RGB, 3, 1, pixels, error);
+}
+
 /// Decodes to grey (libjpeg's luma, the chroma components never transformed) at the smallest DCT scale that keeps
-/// `side` pixels on the shorter side, stored as the file's rows are (not turned upright). Returns 0, MALFORMED,
-/// FAILED, or MC_DECLINED for an image libvips should take (as mc_jpeg_decode).
+/// `side` pixels on the shorter side, stored as the file's rows are (not turned upright). Returns as
+/// mc_jpeg_decode_scaled.
 int mc_jpeg_decode_luma(const unsigned char *input, size_t length, const struct mc_jpeg_header *header, int side, struct mc_pixels *pixels,
                         struct mc_error *error) {
-    tjhandle handle = tjInitDecompress();
-    if (!handle) return mc_fail(error, MIRROR_CODECS_FAILED, "TurboJPEG did not start");
-    int width, height, subsampling, colorspace, status;
-    if (tjDecompressHeader3(handle, input, (unsigned long)length, &width, &height, &subsampling, &colorspace) != 0) {
-        status = tjGetErrorCode(handle) == TJERR_WARNING ? mc_jpeg_header_outcome(handle, error) : MC_DECLINED;
-    } else if (colorspace == TJCS_CMYK || colorspace == TJCS_YCCK) {
-        status = MC_DECLINED;
-    } else {
-        int scaled_width, scaled_height;
-        mc_jpeg_scaled_size(header->width, header->height, MIRROR_CODECS_CENTER_CROP, side, &scaled_width, &scaled_height);
-        status = mc_allocate(pixels, scaled_width, scaled_height, 1, error);
-        if (status == 0) {
-            status = mc_jpeg_outcome(handle, tjDecompress2(handle, input, (unsigned long)length, pixels->data, scaled_width, 0,
-                                                           scaled_height, TJPF_GRAY, TJFLAG_LIMITSCANS), error);
-            if (status != 0) mc_pixels_free(pixels);
-        }
-    }
-    tjDestroy(handle);
-    return status;
+    return mc_jpeg_decode_scaled(input, length, header, MIRROR_CODECS_CENTER_CROP, side, TJPF_GRAY, 1, 0, pixels, error);
 }
 
 // MARK: The planes path

@@ -158,15 +158,7 @@ static void mc_pdq_orient(float *grid, int orientation, float *scratch) {
     for (int y = 0; y < n; y++) {
         for (int x = 0; x < n; x++) {
             int nx, ny;  // where stored cell (x, y) goes, as jpeg.c's mc_orient moves a pixel
-            switch (orientation) {
-            case 2: nx = n - 1 - x; ny = y; break;
-            case 3: nx = n - 1 - x; ny = n - 1 - y; break;
-            case 4: nx = x; ny = n - 1 - y; break;
-            case 5: nx = y; ny = x; break;
-            case 6: nx = n - 1 - y; ny = x; break;
-            case 7: nx = n - 1 - y; ny = n - 1 - x; break;
-            default: nx = y; ny = n - 1 - x; break;  // 8
-            }
+            mc_oriented(orientation, x, y, n, n, &nx, &ny);
             scratch[ny * n + nx] = grid[y * n + x];
         }
     }
