@@ -33,6 +33,10 @@ struct MirrorBinary {
         private let out = Pipe()
         private let err = Pipe()
         private let group = DispatchGroup()
+        /// Signalled by the process's termination handler. Waiting on it rather than `waitUntilExit()`, which spins a
+        /// run loop of corelibs Foundation on the waiting thread: with many tests waiting at once on Dispatch threads,
+        /// ThreadSanitizer's CI run crashed inside it (SEGV in `_CFRunLoopFinished`, Foundation's, not mirror's).
+        private let exited = DispatchSemaphore(value: 0)
         private var outData = Data()
         private var errData = Data()
 
@@ -40,6 +44,7 @@ struct MirrorBinary {
             self.process = process
             process.standardOutput = out
             process.standardError = err
+            process.terminationHandler = { [exited] _ in exited.signal() }
         }
 
         func beginReading() {
@@ -59,7 +64,8 @@ struct MirrorBinary {
         /// Waits for the exit and returns what it printed, blocking the calling thread: only for code already
         /// running off Swift's cooperative pool (see ``onDispatchThread(_:)``); elsewhere use ``finish()``.
         func wait() -> Run {
-            process.waitUntilExit()
+            exited.wait()
+            exited.signal()  // for a second wait (a test may finish a run it already waited for)
             let ended = ContinuousClock.now
             group.wait()
             if let cacheFolder { try? FileManager.default.removeItem(at: cacheFolder) }
