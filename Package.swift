@@ -52,13 +52,14 @@ let package = Package(
         ),
         // zlib, for gzip tables (already linked by libcurl and libpng; it checks a member's CRC-32, libarchive does not).
         .systemLibrary(name: "CZlib", providers: [.apt(["zlib1g-dev"])]),
-        // glibc's malloc_trim, which the Glibc module does not import (the CLI's MemoryPolicy).
+        // glibc calls the Glibc module does not import: malloc_trim (the CLI's MemoryPolicy), renameat2 and syncfs
+        // (AtomicFile), prctl (the transport's thread names).
         .systemLibrary(name: "CSyscalls"),
         // The package's one lock, `Locked`: a target with no dependency at all, so that every layer can use it, the
         // transport included (which everything else is built on).
         .target(name: "MirrorSync"),
         // HTTP over libcurl: driver threads, transfers, responses, typed errors, the one Retry-After parser.
-        .target(name: "MirrorTransport", dependencies: ["MirrorSync", "CCurl"]),
+        .target(name: "MirrorTransport", dependencies: ["MirrorSync", "CCurl", "CSyscalls"]),
         // Image bytes: format sniffing, header dimensions, completeness. No dependencies, so it can be fuzzed alone.
         .target(name: "MirrorImages"),
         // MirrorKit's layers, bottom to top, as targets the compiler keeps honest (ARCHITECTURE.md): what crosses them is

@@ -1,4 +1,5 @@
 import CCurl
+import CSyscalls
 import Foundation
 import MirrorSync
 
@@ -43,7 +44,13 @@ public final class CurlMultiDriver: HTTPLoading {
     ///     that took its last (``thread(for:)``), others to the thread with the fewest transfers in flight. One thread
     ///     receives, hashes and writes every body, so on a fast network it is the bottleneck of a run; two let a second
     ///     core do the same work (BENCHMARKS.md).
-    public init(maximumIdleConnections: Int = 256, threads: Int = 1) {
+    public convenience init(maximumIdleConnections: Int = 256, threads: Int = 1) {
+        self.init(maximumIdleConnections: maximumIdleConnections, threads: threads, threadName: "mirror.curl-driver")
+    }
+
+    /// Starts the driver threads under `threadName` (with `-1`, `-2`, … when there are several), so that a test in a
+    /// process shared with other tests' drivers can tell this driver's threads from theirs.
+    init(maximumIdleConnections: Int, threads: Int, threadName: String) {
         CurlRuntime.ensureInitialized()
         let count = max(1, threads)
         loops = (0..<count).map { index in
@@ -52,11 +59,13 @@ public final class CurlMultiDriver: HTTPLoading {
             let inbox = Inbox(multi: multi)
             let finished = DispatchSemaphore(value: 0)
             let loop = DriverLoop(multi: multi, inbox: inbox)
+            let name = count == 1 ? threadName : "\(threadName)-\(index)"
             let thread = Thread {
+                mirror_name_this_thread(name)
                 loop.run()
                 finished.signal()
             }
-            thread.name = count == 1 ? "mirror.curl-driver" : "mirror.curl-driver-\(index)"
+            thread.name = name
             thread.start()
             return Loop(inbox: inbox, finished: finished)
         }

@@ -20,23 +20,49 @@ extension Result {
     var failure: Failure? { if case let .failure(error) = self { error } else { nil } }
 }
 
-/// The number of threads in this process, from /proc/self/task.
+/// The threads of this process whose name (as the kernel keeps it: the first 15 bytes) begins with `prefix`.
 ///
-/// libvips' workers ("libvips worker") are left out: they belong to the process once any test has resized an image
-/// (MirrorKit's transform tests run in this same process, at the same time) and never end, so counting them would
-/// make this number depend on which other test ran when.
-func threadCount() -> Int {
+/// Counted by name, not in total: the other suites run in this same process at the same time, and their threads come
+/// and go whenever they do.
+func threadCount(named prefix: String) -> Int {
     let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
-    guard !tasks.isEmpty else { return -1 }
+    let kept = String(prefix.utf8.prefix(15))!
     return tasks.filter { task in
         let name = (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8)) ?? ""
-        return !name.hasPrefix("libvips worker")
+        return name.hasPrefix(kept)
     }.count
 }
 
-/// The number of open file descriptors in this process, from /proc/self/fd.
-func openDescriptorCount() -> Int {
-    (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1
+/// The TCP sockets this process holds open to `port` on the other end: the client side of every connection to a test
+/// server, whoever opened it.
+///
+/// Counted for one port, not as all descriptors: the other suites run in this same process at the same time and open
+/// and close files and sockets of their own whenever they do. A socket is matched to the kernel's table of TCP
+/// connections (`/proc/net/tcp`, `/proc/net/tcp6`) by its inode; a closed socket has no descriptor, so a connection
+/// waiting out TIME_WAIT is not counted.
+func openSocketCount(toPort port: Int) -> Int {
+    let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+    var inodes = Set<String>()
+    for descriptor in descriptors {
+        guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(descriptor)"),
+              target.hasPrefix("socket:["), target.hasSuffix("]")
+        else { continue }
+        inodes.insert(String(target.dropFirst("socket:[".count).dropLast()))
+    }
+    let wanted = String(format: "%04X", port)
+    var count = 0
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        // Read to the end: `String(contentsOfFile:)` stops after the first 4 KB of a /proc file, whose size reads as 0.
+        guard let handle = FileHandle(forReadingAtPath: table), let data = try? handle.readToEnd() else { continue }
+        let text = String(decoding: data, as: UTF8.self)
+        // "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode"
+        for line in text.split(separator: "\n").dropFirst() {
+            let fields = line.split(separator: " ")
+            guard fields.count > 9, fields[2].hasSuffix(":" + wanted), inodes.contains(String(fields[9])) else { continue }
+            count += 1
+        }
+    }
+    return count
 }
 
 /// A temporary file, removed when the test is done with it.
