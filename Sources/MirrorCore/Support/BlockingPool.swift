@@ -1,3 +1,4 @@
+import CSyscalls
 import Foundation
 
 /// A few dedicated threads for blocking system calls (fsync), so that they run in parallel without
@@ -33,7 +34,10 @@ package final class BlockingPool: @unchecked Sendable {
         if spawn { running += 1 } else { condition.signal() }
         condition.unlock()
         if spawn {
-            let thread = Thread { [self] in work() }
+            let thread = Thread { [self] in
+                mirror_name_this_thread(name)  // `Thread.name` alone does not reach the kernel on Linux
+                work()
+            }
             thread.name = name
             thread.start()
         }

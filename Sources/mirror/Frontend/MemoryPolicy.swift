@@ -17,6 +17,7 @@ enum MemoryPolicy {
     /// Starts the trimming thread; call once.
     static func apply() {
         let thread = Thread {
+            mirror_name_this_thread("mirror.trim")
             while true {
                 Thread.sleep(forTimeInterval: trimInterval.seconds)
                 _ = mirror_malloc_trim()
