@@ -30,6 +30,8 @@ public final class CurlMultiDriver: HTTPLoading {
     }
 
     private let loops: [Loop]
+    /// How long an idle connection may be kept for reuse, when not libcurl's default of 118 seconds.
+    private let maximumConnectionAge: Duration?
     /// The thread each host's transfers went to last (`HostRoutes`).
     private let routes = Locked(HostRoutes())
 
@@ -48,10 +50,13 @@ public final class CurlMultiDriver: HTTPLoading {
         self.init(maximumIdleConnections: maximumIdleConnections, threads: threads, threadName: "mirror.curl-driver")
     }
 
-    /// Starts the driver threads under `threadName` (with `-1`, `-2`, … when there are several), so that a test in a
-    /// process shared with other tests' drivers can tell this driver's threads from theirs.
-    init(maximumIdleConnections: Int, threads: Int, threadName: String) {
+    /// For tests that share a process with others' drivers and a loaded machine: threads named `threadName` (with
+    /// `-1`, `-2`, … when there are several), so that this driver's threads can be told from theirs, and idle
+    /// connections kept for `maximumConnectionAge` instead of libcurl's 118 seconds, so that a claim about which
+    /// connection a request reuses does not depend on how long a busy test process takes to make it.
+    init(maximumIdleConnections: Int, threads: Int, threadName: String, maximumConnectionAge: Duration? = nil) {
         CurlRuntime.ensureInitialized()
+        self.maximumConnectionAge = maximumConnectionAge
         let count = max(1, threads)
         loops = (0..<count).map { index in
             guard let multi = curl_multi_init() else { fatalError("curl_multi_init failed: out of memory") }
@@ -126,7 +131,7 @@ public final class CurlMultiDriver: HTTPLoading {
         }
         let transfer: Transfer
         do {
-            transfer = try Transfer(id: id, request: request, completion: completion)
+            transfer = try Transfer(id: id, request: request, maximumConnectionAge: maximumConnectionAge, completion: completion)
         } catch {
             completion(.failure(error))
             return task

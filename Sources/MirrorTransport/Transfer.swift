@@ -32,7 +32,9 @@ final class Transfer: @unchecked Sendable {
     private var uploadSent: Int64 = 0
 
     /// Creates the easy handle and sets every option; throws if libcurl refuses one.
-    init(id: Int, request: TransferRequest, completion: @escaping Completion) throws(TransportError) {
+    init(
+        id: Int, request: TransferRequest, maximumConnectionAge: Duration? = nil, completion: @escaping Completion
+    ) throws(TransportError) {
         CurlRuntime.ensureInitialized()
         guard let handle = EasyHandles.shared.take() else {
             throw .other(CurlError(code: -1, summary: "curl_easy_init failed", message: ""))
@@ -45,6 +47,9 @@ final class Transfer: @unchecked Sendable {
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
         do {
             try configure()
+            if let age = maximumConnectionAge {
+                try set(CURLOPT_MAXAGE_CONN, max(1, Int(age.components.seconds)))
+            }
         } catch {
             cleanup()
             throw error

@@ -4,7 +4,7 @@ import MirrorSync
 import MirrorImages
 import MirrorStorage
 import MirrorTestSupport
-import MirrorTransport
+@testable import MirrorTransport
 import Testing
 
 private func url(_ path: String) -> URL { URL(string: "http://h.test" + path)! }
@@ -247,7 +247,13 @@ struct ConsentPolicyTests {
 /// The site gate's TDMRep file and its memory between runs, against the loopback server.
 @Suite("Site files: TDMRep and memory", .serialized)
 struct SiteFilesTests {
-    let driver = CurlMultiDriver()
+    // Idle connections kept for ten minutes, not libcurl's 118 seconds: whether the TDMRep file reuses robots.txt's
+    // connection must not depend on how long this process, running every other suite beside it (under ThreadSanitizer,
+    // for minutes), takes to resume the gate between the two requests. It once took longer, and the file went out on a
+    // second connection.
+    let driver = CurlMultiDriver(
+        maximumIdleConnections: 256, threads: 1, threadName: "mirror.curl-driver", maximumConnectionAge: .seconds(600)
+    )
 
     @Test func theTDMRepFileFollowsRobotsTxtOnItsConnectionAndAnUnreadableOneIsSaidOnce() async throws {
         // Given an origin with a managed robots.txt and a TDMRep file, and one whose TDMRep file is not JSON
