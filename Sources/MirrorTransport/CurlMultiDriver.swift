@@ -47,14 +47,17 @@ public final class CurlMultiDriver: HTTPLoading {
     ///     receives, hashes and writes every body, so on a fast network it is the bottleneck of a run; two let a second
     ///     core do the same work (BENCHMARKS.md).
     public convenience init(maximumIdleConnections: Int = 256, threads: Int = 1) {
-        self.init(maximumIdleConnections: maximumIdleConnections, threads: threads, threadName: "mirror.curl-driver")
+        self.init(maximumIdleConnections: maximumIdleConnections, threads: threads, maximumConnectionAge: nil)
     }
 
     /// For tests that share a process with others' drivers and a loaded machine: threads named `threadName` (with
     /// `-1`, `-2`, … when there are several), so that this driver's threads can be told from theirs, and idle
     /// connections kept for `maximumConnectionAge` instead of libcurl's 118 seconds, so that a claim about which
     /// connection a request reuses does not depend on how long a busy test process takes to make it.
-    init(maximumIdleConnections: Int, threads: Int, threadName: String, maximumConnectionAge: Duration? = nil) {
+    init(
+        maximumIdleConnections: Int = 256, threads: Int = 1, threadName: String = "mirror.curl-driver",
+        maximumConnectionAge: Duration?
+    ) {
         CurlRuntime.ensureInitialized()
         self.maximumConnectionAge = maximumConnectionAge
         let count = max(1, threads)

@@ -68,9 +68,7 @@ struct ConcurrencyTests {
         server.latency = .milliseconds(5)
         // Idle connections kept for ten minutes, not libcurl's 118 seconds: how many connections carried the requests
         // must not depend on how long this process, running other suites beside it, takes to start the next one.
-        let driver = CurlMultiDriver(
-            maximumIdleConnections: 256, threads: 1, threadName: "mirror.curl-driver", maximumConnectionAge: .seconds(600)
-        )
+        let driver = CurlMultiDriver(maximumConnectionAge: .seconds(600))
         defer { driver.shutdown() }
         let total = 500
         let width = 16
@@ -113,7 +111,7 @@ struct ConcurrencyTests {
         let completions = Locked<[Int: Int]>([:])
         let outcomes = Locked<(ok: Int, cancelled: Int, other: Int)>((0, 0, 0))
         do {
-            let driver = CurlMultiDriver(maximumIdleConnections: 256, threads: 1, threadName: threadName)
+            let driver = CurlMultiDriver(threadName: threadName, maximumConnectionAge: nil)
             #expect(await eventually { threadCount(named: threadName) == 1 })
             var tasks: [TransferTask] = []
             for index in 0..<1000 {

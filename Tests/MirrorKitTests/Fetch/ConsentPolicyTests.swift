@@ -251,9 +251,7 @@ struct SiteFilesTests {
     // connection must not depend on how long this process, running every other suite beside it (under ThreadSanitizer,
     // for minutes), takes to resume the gate between the two requests. It once took longer, and the file went out on a
     // second connection.
-    let driver = CurlMultiDriver(
-        maximumIdleConnections: 256, threads: 1, threadName: "mirror.curl-driver", maximumConnectionAge: .seconds(600)
-    )
+    let driver = CurlMultiDriver(maximumConnectionAge: .seconds(600))
 
     @Test func theTDMRepFileFollowsRobotsTxtOnItsConnectionAndAnUnreadableOneIsSaidOnce() async throws {
         // Given an origin with a managed robots.txt and a TDMRep file, and one whose TDMRep file is not JSON
