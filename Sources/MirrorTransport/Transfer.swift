@@ -16,6 +16,8 @@ final class Transfer: @unchecked Sendable {
     let handle: UnsafeMutableRawPointer
     let completion: Completion
     private let request: TransferRequest
+    /// How long an idle connection may be kept for reuse (the driver's; nil: libcurl's 118 seconds).
+    private let maximumConnectionAge: Duration?
     private let errorBuffer: UnsafeMutablePointer<CChar>
     private var headerList: UnsafeMutablePointer<curl_slist>?
     private var connectToList: UnsafeMutablePointer<curl_slist>?
@@ -33,7 +35,7 @@ final class Transfer: @unchecked Sendable {
 
     /// Creates the easy handle and sets every option; throws if libcurl refuses one.
     init(
-        id: Int, request: TransferRequest, maximumConnectionAge: Duration? = nil, completion: @escaping Completion
+        id: Int, request: TransferRequest, maximumConnectionAge: Duration?, completion: @escaping Completion
     ) throws(TransportError) {
         CurlRuntime.ensureInitialized()
         guard let handle = EasyHandles.shared.take() else {
@@ -42,14 +44,12 @@ final class Transfer: @unchecked Sendable {
         self.id = id
         self.handle = handle
         self.request = request
+        self.maximumConnectionAge = maximumConnectionAge
         self.completion = completion
         self.errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
         do {
             try configure()
-            if let age = maximumConnectionAge {
-                try set(CURLOPT_MAXAGE_CONN, max(1, Int(age.components.seconds)))
-            }
         } catch {
             cleanup()
             throw error
@@ -100,6 +100,7 @@ final class Transfer: @unchecked Sendable {
         }
         try set(CURLOPT_PRIVATE, pointer: UnsafeMutableRawPointer(bitPattern: id))
         if request.freshConnection { try set(CURLOPT_FRESH_CONNECT, 1) }
+        if let age = maximumConnectionAge { try set(CURLOPT_MAXAGE_CONN, max(1, Int(age.components.seconds))) }
 
         let context = Unmanaged.passUnretained(self).toOpaque()
         try check(ccurl_easy_set_write_function(handle, transferWriteCallback))

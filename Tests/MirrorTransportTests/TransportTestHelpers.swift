@@ -26,7 +26,7 @@ extension Result {
 /// and go whenever they do.
 func threadCount(named prefix: String) -> Int {
     let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
-    let kept = String(prefix.utf8.prefix(15))!
+    let kept = String(decoding: prefix.utf8.prefix(15), as: UTF8.self)
     return tasks.filter { task in
         let name = (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8)) ?? ""
         return name.hasPrefix(kept)
