@@ -304,7 +304,7 @@ struct ConsentEndToEndTests {
         let records = try Self.lines(out.appendingPathComponent("manifest.jsonl"))
         #expect(!records.contains { $0["generated"] as? Bool == true })
         let managed = try #require(records.first { $0["caption"] as? String == "/m0.png" })
-        #expect(managed["opt_outs_ignored"] as? [String] == ["content-signal ai-train=no (robots.txt, group *)"])
+        #expect(managed["opt_outs_ignored"] as? [String] == ["content-signal ai-train=no (robots.txt, group *, line 2)"])
     }
 }
 

@@ -21,6 +21,9 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
     case optedOut(Reservation)
     /// Its host's robots.txt does not let mirror fetch it (the reservation, with the rule or why the file is missing).
     case disallowed(Reservation)
+    /// Its host's robots.txt could not be had (a 5xx, a redirect loop, a timeout): RFC 9309 says assume complete
+    /// disallow for now, so it was not fetched, and a later run asks again.
+    case siteUnavailable(String)
     /// The image was verified, but the run's transform (`--resize`, `--encode`) could not make it.
     case transformFailed(ImageTransform.Failure)
     /// Cancelled before it finished.
@@ -35,6 +38,7 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
         case let .filesystem(error): error.description
         case let .optedOut(reservation): "opted out: \(reservation.message)"
         case let .disallowed(reservation): reservation.message
+        case let .siteUnavailable(reason): reason
         case let .transformFailed(failure): failure.description
         case .cancelled: "cancelled"
         }
@@ -67,6 +71,7 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
         case .filesystem: "filesystem"
         case .optedOut: RowOutcome.Status.optedOut.rawValue
         case .disallowed: RowOutcome.Status.disallowed.rawValue
+        case .siteUnavailable: "robots-unavailable"
         case let .transformFailed(failure): failure.reasonKey
         case .cancelled: "cancelled"
         }
@@ -77,7 +82,7 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
         switch self {
         case let .transport(error): error.isTransient
         case let .statusUnacceptable(status): RetryPolicy.isRetryable(status: status)
-        case .filesystem, .cancelled: true
+        case .filesystem, .cancelled, .siteUnavailable: true
         case .rejected, .filtered, .optedOut, .disallowed, .transformFailed: false
         }
     }

@@ -71,7 +71,11 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
             var setAside: [ConsentEvidence] = []
             switch consent.verdict(evidence) {
             case let .refused(reservation):
-                let error: DownloadError = reservation.evidence.term == .disallow ? .disallowed(reservation) : .optedOut(reservation)
+                let error: DownloadError = switch reservation.evidence.term {
+                case .disallow: .disallowed(reservation)
+                case .unavailable: .siteUnavailable(reservation.evidence.value)
+                default: .optedOut(reservation)
+                }
                 end(.failed(error, retryable: false, retryAfter: nil, throttled: false))
                 return
             case let .allowed(ignored):

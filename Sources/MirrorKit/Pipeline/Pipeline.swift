@@ -186,10 +186,12 @@ public struct Pipeline: Sendable {
         }
         guard !files.isEmpty else { return nil }
         let downloads = configuration.downloads
+        let memory = state.flatMap { try? SiteMemory(directory: $0) }
+        if let rebuilt = memory?.rebuilt { onNotice(rebuilt) }
         return SiteGate(
-            loader: loader, agent: consent.robotsTag.agent, userAgent: downloads.userAgent, connectTo: downloads.connectTo,
-            timeout: downloads.timeout, files: files, honoursDisallow: !consent.ignored.contains(.robots),
-            memory: state.flatMap { try? SiteMemory(directory: $0) }, onFetch: onFetch, onNotice: onNotice, pace: pace
+            loader: loader, agents: consent.robotsTag.agents, userAgent: downloads.userAgent, connectTo: downloads.connectTo,
+            timeout: downloads.timeout, files: files,
+            memory: memory, onFetch: onFetch, onNotice: onNotice, pace: pace
         )
     }
 

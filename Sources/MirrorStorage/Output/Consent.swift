@@ -84,6 +84,9 @@ public struct ConsentEvidence: Sendable, Hashable, Codable {
     public enum Term: Sendable, Hashable, Codable {
         /// robots.txt does not let mirror fetch the URL (a `Disallow` rule, or a file that could not be had).
         case disallow
+        /// robots.txt could not be had (a 5xx, a redirect loop, a timeout): nothing may be fetched for now, and the row
+        /// is asked again on a later run (RFC 9309 §2.3.1.4).
+        case unavailable
         /// A Content Signals category (`search`, `ai-input`, `ai-train`) with `yes` (true) or `no`.
         case contentSignal(category: String, allowed: Bool)
         /// An aipref category (`train-ai`, `train-genai`, `search`, …) with `y` (true) or `n`.
@@ -129,7 +132,7 @@ public struct Reservation: Sendable, Hashable {
     /// One line for people: `robots.txt disallows /private/b.png`, `X-Robots-Tag: noai reserves ai-train`.
     public var message: String {
         switch evidence.term {
-        case .disallow: evidence.value
+        case .disallow, .unavailable: evidence.value
         default:
             "\(Self.label(of: evidence.signal)) \(evidence.value) reserves \(purpose.rawValue) (\(evidence.location))"
                 + (evidence.policy.map { "; terms: \($0)" } ?? "")

@@ -31,22 +31,54 @@ public final class SiteMemory: Sendable {
     /// Entries gathered before a batch is written.
     static let batchSize = 256
 
-    /// Opens (creating) `sites.sqlite` in `directory`.
+    /// Why the file was made anew when it was opened (it was not a database, or not this one's), or `nil`: said once
+    /// by the caller. Nothing is lost but a day of memory: each origin is asked again.
+    public let rebuilt: String?
+
+    /// Opens (creating) `sites.sqlite` in `directory`; a file that cannot be read as one is replaced by a new one
+    /// (``rebuilt`` says why).
     public init(directory: URL, lifetime: TimeInterval = 24 * 3600) throws {
         self.lifetime = lifetime
+        let path = directory.appendingPathComponent("sites.sqlite").path
+        do {
+            database = try Self.open(path)
+            rebuilt = nil
+        } catch {
+            for suffix in ["", "-wal", "-shm", "-journal"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+            database = try Self.open(path)
+            rebuilt = "\(path) could not be read (\(Self.reason(error))); made anew: each site's files are asked for again"
+        }
+        heldEntries = (try? database.read { db in try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM sites)") ?? false }) ?? false
+    }
+
+    /// Opens the file and checks that its table is the one this type writes.
+    private static func open(_ path: String) throws -> DatabaseQueue {
         var configuration = Configuration()
         configuration.busyMode = .timeout(5)
         // Losing the last batch to a power cut costs a few requests on the next run, not data: no fsync per commit.
         configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = OFF") }
-        database = try DatabaseQueue(path: directory.appendingPathComponent("sites.sqlite").path, configuration: configuration)
+        let database = try DatabaseQueue(path: path, configuration: configuration)
         try database.write { db in
             try db.execute(sql: """
                 CREATE TABLE IF NOT EXISTS sites (
                     origin TEXT PRIMARY KEY NOT NULL, files BLOB NOT NULL, fetched_at REAL NOT NULL
                 )
                 """)
+            let columns = try Set(db.columns(in: "sites").map(\.name))
+            guard columns == ["origin", "files", "fetched_at"] else { throw WrongSchema(columns: columns.sorted()) }
+            _ = try Row.fetchOne(db, sql: "SELECT origin, files, fetched_at FROM sites LIMIT 1")
         }
-        heldEntries = (try? database.read { db in try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM sites)") ?? false }) ?? false
+        return database
+    }
+
+    private struct WrongSchema: Error {
+        var columns: [String]
+    }
+
+    private static func reason(_ error: any Error) -> String {
+        if let wrong = error as? WrongSchema { return "its table has columns " + wrong.columns.joined(separator: ", ") }
+        if let database = error as? DatabaseError { return database.message ?? "SQLite error \(database.resultCode.rawValue)" }
+        return String(describing: error)
     }
 
     /// What was remembered of `origin`, when it was fetched less than ``lifetime`` before `now`.

@@ -28,13 +28,13 @@ struct RobotsUsageLineTests {
         // Then the * group's signals are read, each category on its own
         let evidence = managed.evidence(for: url("/a.png"))
         #expect(evidence.map(\.value) == ["search=yes", "ai-train=no"])
-        #expect(evidence.allSatisfy { $0.signal == .contentSignal && $0.location == "robots.txt, group *" })
+        #expect(evidence.allSatisfy { $0.signal == .contentSignal && $0.location == "robots.txt, group *, line 3" })
         #expect(evidence.last?.term == .contentSignal(category: "ai-train", allowed: false))
 
         // And mirror's own group replaces it
         let own = RobotsRules(parsing: "User-agent: *\nContent-Signal: ai-train=no\n\nUser-agent: mirror\nContent-Usage: train-ai=y\n", agent: "mirror")
         #expect(own.evidence(for: url("/a.png")).map(\.value) == ["train-ai=y"])
-        #expect(own.evidence(for: url("/a.png")).first?.location == "robots.txt, group for mirror")
+        #expect(own.evidence(for: url("/a.png")).first?.location == "robots.txt, group for mirror, line 5")
     }
 
     @Test func theLongestPathAppliesAndADisallowedURLHasNoPreferences() {
@@ -316,7 +316,7 @@ struct SiteFilesTests {
         server.route("/robots.txt", .status(503))
         let state = TemporaryFolder()
         let gate = SiteGate(loader: driver, memory: try SiteMemory(directory: state.url))
-        #expect(await gate.refusal(for: server.url("/a.png"))?.hasPrefix("robots.txt unavailable") == true)
+        #expect(await gate.refusal(for: server.url("/a.png"))?.hasPrefix("robots.txt could not be had") == true)
         gate.flush()
 
         // When it answers again and the next run asks

@@ -59,9 +59,9 @@ struct SiteGateTests {
         // Then, as RFC 9309 says: 4xx is "no rules", 5xx and an unreachable file are "disallow all"
         #expect(await gate.refusal(for: missing.url("/x.png")) == nil)
         let failed = await gate.refusal(for: failing.url("/x.png"))
-        #expect(failed == "robots.txt unavailable (HTTP 503); RFC 9309 says assume disallow")
+        #expect(failed == "robots.txt could not be had (HTTP 503): RFC 9309 says assume disallow for now")
         let looped = await gate.refusal(for: looping.url("/x.png"))
-        #expect(looped?.hasPrefix("robots.txt unavailable (more than") == true, "\(looped ?? "nil")")
+        #expect(looped?.hasPrefix("robots.txt could not be had (more than") == true, "\(looped ?? "nil")")
         // and each host's file was asked for once, however often its URLs are checked; where robots.txt keeps mirror out
         // of everything, the TDMRep file is not asked for
         #expect(await gate.refusal(for: failing.url("/y.png")) != nil)

@@ -97,7 +97,7 @@ public struct ConsentPolicy: Sendable, Hashable {
         let every = Set(UsePurpose.allCases)
         let mining: Set<UsePurpose> = [.aiTrain, .aiInput, .search]
         switch term {
-        case .disallow:
+        case .disallow, .unavailable:
             return every
         case let .contentSignal(category, allowed):
             guard !allowed else { return [] }

@@ -3,15 +3,28 @@ import MirrorCore
 import MirrorStorage
 import RawStructuredFieldValues
 
-/// Reads the `X-Robots-Tag` headers of a response: the directives addressed to every agent or to mirror's product token
-/// (`X-Robots-Tag: mirror: noai`). Directives addressed to another agent (`googlebot: noindex`) do not apply.
+/// Reads the `X-Robots-Tag` headers of a response: the directives addressed to every agent or to one of the run's
+/// product tokens (`X-Robots-Tag: mirror: noai`). Directives addressed to another agent (`googlebot: noindex`) do not
+/// apply.
+///
+/// As Google reads the header: a value is a list of comma-separated directives, and a directive of the form
+/// `agent: directive` addresses that directive and those after it, up to the next such, to `agent` — so one header
+/// `googlebot: noindex, mirror: noai` (what a proxy or HTTP/2 may make of two) gives mirror `noai`. A directive with a
+/// value of its own (`unavailable_after: …`, `max-snippet: …`) is not an agent. `none` is `noindex, nofollow`.
 public struct XRobotsTag: Sendable, Hashable {
-    /// The product token directives may be addressed to, lowercase. Default `mirror`.
-    public var agent: String
+    /// The product tokens directives may be addressed to, lowercase. Default `mirror`.
+    public var agents: [String]
 
     public init(agent: String = "mirror") {
-        self.agent = agent.lowercased()
+        agents = [agent.lowercased()]
     }
+
+    public init(agents: [String]) {
+        self.agents = agents.map { $0.lowercased() }
+    }
+
+    /// The first product token.
+    public var agent: String { agents.first ?? "mirror" }
 
     /// The directives of every `X-Robots-Tag` header that apply to mirror, lowercase, in order.
     public func directives(headers: [(name: String, value: String)]) -> [String] {
@@ -19,20 +32,26 @@ public struct XRobotsTag: Sendable, Hashable {
     }
 
     /// The directives of one `X-Robots-Tag` value that apply to mirror.
-    ///
-    /// A value is a list of comma-separated directives, optionally preceded by `agent:` (Google's form); a directive
-    /// with its own colon (`unavailable_after: …`) is not an agent.
     package func directives(value: String) -> [String] {
-        var directives = Substring(value)
-        if let colon = value.firstIndex(of: ":") {
-            let head = value[..<colon].trimmingCharacters(in: .whitespaces).lowercased()
-            let isAgent = !head.isEmpty && !head.contains(",") && !head.contains(" ") && !Self.directivesWithValues.contains(head)
-            if isAgent {
-                guard head == agent else { return [] }
-                directives = value[value.index(after: colon)...]
+        var applies = true  // until a directive names an agent, the value is for every agent
+        var result: [String] = []
+        for part in value.split(separator: ",") {
+            var directive = part.trimmingCharacters(in: .whitespaces).lowercased()
+            if let colon = directive.firstIndex(of: ":") {
+                let head = directive[..<colon].trimmingCharacters(in: .whitespaces)
+                if !head.isEmpty, !head.contains(" "), !Self.directivesWithValues.contains(head) {
+                    applies = agents.contains(head)
+                    directive = directive[directive.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+                }
+            }
+            guard applies, !directive.isEmpty else { continue }
+            if directive == "none" {
+                result += ["noindex", "nofollow"]
+            } else {
+                result.append(directive)
             }
         }
-        return directives.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { !$0.isEmpty }
+        return result
     }
 
     private static let directivesWithValues: Set<String> = ["unavailable_after", "max-snippet", "max-image-preview", "max-video-preview"]

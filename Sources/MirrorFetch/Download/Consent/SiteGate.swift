@@ -8,17 +8,18 @@ import MirrorTransport
 /// the first time one of its URLs comes up, on that URL's download slot and connection, and kept while the origin is
 /// among the 16,384 most recently read (a table over millions of hosts keeps flat memory; an origin seen again after
 /// that is read again). With a ``SiteMemory`` (the output's state folder), what an origin's files said is also kept
-/// for a day, so that the next run within it does not ask again.
+/// for a day, with which files were read and for which product tokens, so that the next run within it does not ask
+/// again — unless it needs a file or a token that run did not read.
 ///
-/// RFC 9309's reading of robots.txt: a 2xx body is parsed; a 4xx means no rules; a 5xx means complete disallow. One
-/// deliberate departure: when the host cannot be reached at all (DNS, connect, TLS, timeout) its URLs go on to be
-/// fetched, so that each fails with that network error — reported, transient, retried by a rerun — rather than being
-/// filed as disallowed by a rule nobody could read. A file over 500 KiB is not read (everything allowed).
+/// RFC 9309's reading of robots.txt: a 2xx body is parsed (its first 500 KiB, §2.5); a 4xx means no rules; anything
+/// else — a 5xx, a redirect loop, a timeout, a stall, no connection — means complete disallow *for now* (§2.3.1.4):
+/// the URLs are not fetched and fail as transient, ``siteUnavailablePrefix``, so that a rerun asks again. An unreadable
+/// file is never permission.
 ///
 /// The TDMRep file is asked for right after robots.txt, over the same connection (the driver keeps an origin's
-/// transfers on one thread), unless robots.txt keeps mirror out of `/.well-known/tdmrep.json` (then every URL it would
-/// cover is disallowed anyway) or its reservations would not apply (``Files``). What the report says of it is in
-/// ``TDMRep``: 404, no answer or an unreadable file reserve nothing, and an unreadable one is reported once.
+/// transfers on one thread), when its reservations would apply (``Files``) — even where robots.txt disallows
+/// `/.well-known/`: reading a reservation is not crawling. What the report says of it is in ``TDMRep``: 404, no answer
+/// or an unreadable file reserve nothing; what could not be read is reported once per origin, and asked again next run.
 ///
 /// Both go through the run's transport with its user agent; concurrent asks for one origin share one fetch.
 public final class SiteGate: Sendable {
@@ -33,13 +34,11 @@ public final class SiteGate: Sendable {
     }
 
     private let loader: any HTTPLoading
-    private let agent: String
+    /// The product tokens robots.txt's groups are read for, lowercase.
+    public let agents: [String]
     private let robotsTemplate: TransferRequest
     private let tdmrepTemplate: TransferRequest
     private let files: Files
-    /// Whether robots.txt's Disallow rules are honoured (when they are not, the TDMRep file is asked for even where
-    /// they would keep mirror out).
-    private let honoursDisallow: Bool
     private let memory: SiteMemory?
     private let origins = Locked<Origins>(Origins())
     /// Told the host of each fetch as it starts and as it ends (the download manager counts it against `--host-rate`
@@ -53,12 +52,19 @@ public final class SiteGate: Sendable {
     static let capacity = 16_384
 
     /// What an origin's files said: what ``SiteMemory`` keeps, encoded as JSON.
-    struct SiteFiles: Sendable, Codable, Hashable {
+    struct SiteFiles: Sendable, Codable {
+        /// Which files were read (``Files``' raw value): what a later run may take from here without asking.
+        var read: Int
+        /// The product tokens robots.txt was read for.
+        var agents: [String]
         var robots = RobotsRules.allowAll
-        /// Why everything is refused when robots.txt could not be had, or `nil`.
+        /// Why everything is refused for now when robots.txt could not be had, or `nil`.
         var robotsUnavailable: String?
         var tdmrep = TDMRep.Rules.none
     }
+
+    /// The start of the evidence's value when robots.txt could not be had: the row is transient, asked again next run.
+    public static let siteUnavailablePrefix = "robots.txt could not be had"
 
     /// The files read, and the order they were read in (the oldest is forgotten first).
     private struct Origins {
@@ -94,27 +100,28 @@ public final class SiteGate: Sendable {
     /// Creates the gate.
     /// - Parameters:
     ///   - loader: The transport.
-    ///   - agent: The product token rules are read for. Default `mirror`.
+    ///   - agents: The product tokens robots.txt's groups are read for (a URL is kept out where any token's group keeps
+    ///     it out). Default `mirror`.
     ///   - userAgent: The `User-Agent` of the fetches.
     ///   - connectTo: Where to connect instead of the URL's host (curl's `--connect-to`), as the downloads do.
     ///   - timeout: The longest a fetch may take (the downloads' `--timeout`), at most 30 s, the default.
     ///   - files: Which files are read. Default both.
-    ///   - honoursDisallow: Whether robots.txt's Disallow rules are honoured (`--ignore-robots` sets them aside).
     ///   - memory: Where what origins said is kept between runs, or `nil`.
     ///   - onFetch: Told the host of each fetch as it starts and as it ends, or `nil`.
     ///   - onNotice: Told once per origin what could not be read, or `nil`.
     ///   - pace: Waits until the host's `--host-rate` lets another request start (the TDMRep file after robots.txt), or
     ///     `nil`.
     public init(
-        loader: any HTTPLoading, agent: String = "mirror", userAgent: String = MirrorVersion.userAgent, connectTo: [String] = [],
-        timeout: Duration? = nil, files: Files = [.robots, .tdmrep], honoursDisallow: Bool = true, memory: SiteMemory? = nil,
+        loader: any HTTPLoading, agents: [String] = ["mirror"], userAgent: String = MirrorVersion.userAgent, connectTo: [String] = [],
+        timeout: Duration? = nil, files: Files = [.robots, .tdmrep], memory: SiteMemory? = nil,
         onFetch: (@Sendable (String) -> Void)? = nil, onNotice: (@Sendable (String) -> Void)? = nil,
         pace: (@Sendable (String) async -> Void)? = nil
     ) {
         self.loader = loader
-        self.agent = agent
+        var tokens: [String] = []
+        for agent in agents.map({ $0.lowercased() }) where !tokens.contains(agent) { tokens.append(agent) }
+        self.agents = tokens
         self.files = files
-        self.honoursDisallow = honoursDisallow
         self.memory = memory
         self.onFetch = onFetch
         self.onNotice = onNotice
@@ -122,11 +129,26 @@ public final class SiteGate: Sendable {
         var template = TransferRequest(url: URL(string: "http://localhost/robots.txt")!)
         template.userAgent = userAgent
         template.connectTo = connectTo
-        template.maximumBodyBytes = 500 * 1024
+        // The body goes to a sink that keeps its first 500 KiB and then ends the transfer; the limit only bounds what a
+        // Content-Length may announce before that.
+        template.maximumBodyBytes = Int64.max / 2
         template.totalTimeout = min(.seconds(30), timeout ?? .seconds(30))
         robotsTemplate = template
         template.maximumBodyBytes = Int64(TDMRep.maximumFileBytes)
         tdmrepTemplate = template
+    }
+
+    /// A gate for one product token.
+    public convenience init(
+        loader: any HTTPLoading, agent: String, userAgent: String = MirrorVersion.userAgent, connectTo: [String] = [],
+        timeout: Duration? = nil, files: Files = [.robots, .tdmrep], memory: SiteMemory? = nil,
+        onFetch: (@Sendable (String) -> Void)? = nil, onNotice: (@Sendable (String) -> Void)? = nil,
+        pace: (@Sendable (String) async -> Void)? = nil
+    ) {
+        self.init(
+            loader: loader, agents: [agent], userAgent: userAgent, connectTo: connectTo, timeout: timeout, files: files,
+            memory: memory, onFetch: onFetch, onNotice: onNotice, pace: pace
+        )
     }
 
     /// Whether the files of `url`'s origin have been read (``evidence(for:completion:)`` then answers at once).
@@ -148,7 +170,7 @@ public final class SiteGate: Sendable {
 
     /// Why robots.txt refuses `url` (`robots.txt disallows /private/`), or `nil` when it may be fetched.
     public func refusal(for url: URL) async -> String? {
-        await evidence(for: url).first { $0.term == .disallow }?.value
+        await evidence(for: url).first { $0.term == .disallow || $0.term == .unavailable }?.value
     }
 
     /// Calls `completion` with what the site's files say of `url`: at once, on this thread, when its origin's files
@@ -200,16 +222,16 @@ public final class SiteGate: Sendable {
     private static func evidence(for url: URL, in files: SiteFiles) -> [ConsentEvidence] {
         if let unavailable = files.robotsUnavailable {
             return [ConsentEvidence(
-                signal: .robots, value: "robots.txt unavailable (\(unavailable)); RFC 9309 says assume disallow",
-                location: "robots.txt (\(unavailable))", term: .disallow
-            )] + (files.tdmrep.evidence(for: url).map { [$0] } ?? [])
+                signal: .robots, value: "\(siteUnavailablePrefix) (\(unavailable)): RFC 9309 says assume disallow for now",
+                location: "robots.txt (\(unavailable))", term: .unavailable
+            )]
         }
         var evidence: [ConsentEvidence] = []
-        if let rule = files.robots.disallowingRule(for: url) {
-            let group = files.robots.group.map { $0 == "*" ? "group *" : "group for \($0)" } ?? "no group"
+        if let refusal = files.robots.refusal(for: url) {
+            let line = refusal.line > 0 ? ", line \(refusal.line)" : ""
             evidence.append(ConsentEvidence(
                 signal: .robots, value: "robots.txt disallows \(url.path(percentEncoded: true))",
-                location: "robots.txt \(rule) (\(group))", term: .disallow
+                location: "robots.txt \(refusal.rule) (\(refusal.group)\(line))", term: .disallow
             ))
         } else {
             evidence += files.robots.evidence(for: url)
@@ -220,47 +242,55 @@ public final class SiteGate: Sendable {
 
     /// The origin's files, remembered or fetched; `fetched` says whether any request was made.
     private func read(_ origin: String) async -> (files: SiteFiles, fetched: Bool) {
-        if let memory, let data = memory.recall(origin), let files = try? JSONDecoder().decode(SiteFiles.self, from: data) {
+        if let memory, let data = memory.recall(origin), let files = try? JSONDecoder().decode(SiteFiles.self, from: data),
+           Files(rawValue: files.read).isSuperset(of: self.files), self.files.contains(.robots) ? files.agents == agents : true {
             return (files, false)
         }
-        var files = SiteFiles()
+        var files = SiteFiles(read: 0, agents: agents)
         var keep = true
         if self.files.contains(.robots) {
             let robots = await fetchRobots(origin)
-            (files.robots, files.robotsUnavailable, keep) = (robots.rules, robots.unavailable, robots.unavailable == nil && robots.keep)
+            (files.robots, files.robotsUnavailable) = (robots.rules, robots.unavailable)
+            keep = robots.unavailable == nil
         }
-        let wellKnown = URL(string: origin + TDMRep.wellKnownPath)!
-        let mayAsk = !honoursDisallow || (files.robotsUnavailable == nil && files.robots.allows(wellKnown))
-        if self.files.contains(.tdmrep), mayAsk {
+        // Where robots.txt could not be had, no URL of the origin is fetched this run: its TDMRep file can wait too.
+        if self.files.contains(.tdmrep), files.robotsUnavailable == nil {
+            let wellKnown = URL(string: origin + TDMRep.wellKnownPath)!
             if self.files.contains(.robots), let pace, let host = wellKnown.host { await pace(host) }
             let tdmrep = await fetchTDMRep(wellKnown, origin: origin)
             files.tdmrep = tdmrep.rules
             keep = keep && tdmrep.keep
         }
+        files.read = self.files.rawValue
         if keep, let memory, let data = try? JSONEncoder().encode(files) { memory.remember(origin, files: data) }
-        return (files, self.files.contains(.robots) || (self.files.contains(.tdmrep) && mayAsk))
+        return (files, true)
     }
 
-    /// robots.txt, as RFC 9309 reads it; `keep` is false when nothing could be had (worth asking again next run).
-    private func fetchRobots(_ origin: String) async -> (rules: RobotsRules, unavailable: String?, keep: Bool) {
+    /// robots.txt, as RFC 9309 reads it: the rules, or why it could not be had (then everything is disallowed for now).
+    private func fetchRobots(_ origin: String) async -> (rules: RobotsRules, unavailable: String?) {
         var request = robotsTemplate
         request.url = URL(string: origin + "/robots.txt")!
+        let prefix = PrefixSink(limit: RobotsRules.maximumBytes)
+        request.destination = .sink(prefix)
         if let onFetch, let host = request.url.host { onFetch(host) }
         defer { if let onFetch, let host = request.url.host { onFetch(host) } }
         do {
             let response = try await loader.perform(request)
             switch response.status {
             case 200..<300:
-                return (RobotsRules(parsing: String(decoding: response.body, as: UTF8.self), agent: agent), nil, true)
+                return (RobotsRules(parsing: prefix.bytes, agents: agents), nil)
             case 400..<500:
-                return (.allowAll, nil, true)
+                return (.allowAll, nil)
             default:
-                return (.disallowAll, "HTTP \(response.status)", false)
+                return (.allowAll, "HTTP \(response.status)")
             }
+        } catch .destinationFailed(_) where prefix.isFull {
+            // Only a 2xx body reaches the sink: a file larger than RFC 9309's 500 KiB, of which the first are read.
+            return (RobotsRules(parsing: prefix.bytes, agents: agents), nil)
         } catch .tooManyRedirects(let limit) {
-            return (.disallowAll, "more than \(limit) redirects", false)
+            return (.allowAll, "more than \(limit) redirects")
         } catch {
-            return (.allowAll, nil, false)
+            return (.allowAll, error.description)
         }
     }
 
@@ -270,6 +300,7 @@ public final class SiteGate: Sendable {
         request.url = url
         if let onFetch, let host = url.host { onFetch(host) }
         defer { if let onFetch, let host = url.host { onFetch(host) } }
+        let unread = "\(origin)\(TDMRep.wellKnownPath)"
         do {
             let response = try await loader.perform(request)
             switch response.status {
@@ -277,15 +308,20 @@ public final class SiteGate: Sendable {
                 do throws(TDMRep.Unreadable) {
                     return (try TDMRep.Rules(parsing: response.body), true)
                 } catch {
-                    onNotice?("\(origin)\(TDMRep.wellKnownPath) is \(error.reason): no reservation by file (TDMRep: the origin does not implement the protocol)")
+                    onNotice?("\(unread) is \(error.reason): no reservation by file (TDMRep: the origin does not implement the protocol)")
                     return (.none, true)
                 }
             case 400..<500:
                 return (.none, true)
             default:
+                onNotice?("\(unread) could not be had (HTTP \(response.status)): no reservation by file this run; asked again next run")
                 return (.none, false)
             }
+        } catch .tooLarge {
+            onNotice?("\(unread) is over \(TDMRep.maximumFileBytes >> 10) KiB: not read, no reservation by file (TDMRep: the origin does not implement the protocol)")
+            return (.none, true)
         } catch {
+            onNotice?("\(unread) could not be had (\(error.description)): no reservation by file this run; asked again next run")
             return (.none, false)
         }
     }
@@ -296,4 +332,28 @@ public final class SiteGate: Sendable {
         let bracketed = host.contains(":") ? "[\(host)]" : host
         return "\(scheme)://\(bracketed)" + (url.port.map { ":\($0)" } ?? "")
     }
+}
+
+/// Keeps the first `limit` octets of a body, then ends the transfer (by throwing, which the driver reports as
+/// ``TransportError/destinationFailed(_:)``; ``isFull`` tells that apart from a real failure).
+private final class PrefixSink: TransferSink {
+    private let limit: Int
+    private let state = Locked<[UInt8]>([])
+
+    init(limit: Int) {
+        self.limit = limit
+    }
+
+    var bytes: [UInt8] { state.withLock { $0 } }
+    var isFull: Bool { state.withLock { $0.count >= limit } }
+
+    func write(_ chunk: UnsafeRawBufferPointer) throws {
+        let full = state.withLock { bytes -> Bool in
+            bytes += chunk.prefix(limit - bytes.count)
+            return bytes.count >= limit
+        }
+        if full { throw Full() }
+    }
+
+    private struct Full: Error {}
 }

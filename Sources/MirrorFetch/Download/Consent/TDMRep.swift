@@ -40,22 +40,40 @@ public enum TDMRep {
         public var policy: String?
     }
 
-    /// An origin's file, read.
+    /// An origin's file, read; its locations compiled once (``PatternSet``).
     public struct Rules: Sendable, Hashable, Codable {
-        public var rules: [Rule]
+        public var rules: [Rule] {
+            didSet { locations = PatternSet(rules.map { PathPattern($0.location) }) }
+        }
+        private var locations: PatternSet
 
         /// No file (404, or none could be had): no reservation by file.
         public static let none = Rules(rules: [])
 
         public init(rules: [Rule]) {
             self.rules = rules
+            locations = PatternSet(rules.map { PathPattern($0.location) })
+        }
+
+        public static func == (lhs: Rules, rhs: Rules) -> Bool { lhs.rules == rhs.rules }
+        public func hash(into hasher: inout Hasher) { hasher.combine(rules) }
+
+        private enum CodingKeys: String, CodingKey { case rules }
+
+        public init(from decoder: any Decoder) throws {
+            self.init(rules: try decoder.container(keyedBy: CodingKeys.self).decode([Rule].self, forKey: .rules))
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(rules, forKey: .rules)
         }
 
         /// Reads the file's JSON; throws a short reason when it is not a TDMRep file.
         public init(parsing data: Data) throws(Unreadable) {
             guard data.count <= TDMRep.maximumFileBytes else { throw Unreadable(reason: "over \(TDMRep.maximumFileBytes >> 10) KiB") }
             do {
-                rules = try JSONDecoder().decode(File.self, from: data).rules
+                self.init(rules: try JSONDecoder().decode(File.self, from: data).rules)
             } catch {
                 throw Unreadable(reason: (try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])) == nil ? "not JSON" : "not a JSON array of rules")
             }
@@ -109,13 +127,16 @@ public enum TDMRep {
         }
 
         /// The first rule whose location matches `url`'s path, with its position in the file (from 1), or `nil`.
+        /// A file whose locations cost more than ``PatternSet/workLimit`` to match the URL reserves it, as its
+        /// first reserving rule, if it has one.
         public func rule(for url: URL) -> (number: Int, rule: Rule)? {
             guard !rules.isEmpty else { return nil }
-            let path = PathMatching.target(of: url)
-            for (index, rule) in rules.enumerated() where PathMatching.matches(PathMatching.decodingUnreserved(rule.location), path) {
-                return (index + 1, rule)
+            switch locations.lookup(PathMatching.target(of: url), choosing: .first) {
+            case let .matched(chosen):
+                return chosen.first.map { ($0 + 1, rules[$0]) }
+            case .tooCostly:
+                return rules.firstIndex { $0.reserved == true }.map { ($0 + 1, rules[$0]) }
             }
-            return nil
         }
 
         /// What the file says of `url`, as evidence: the first matching rule's reservation, when it sets one.
@@ -148,88 +169,5 @@ public enum TDMRep {
     /// `1` or `0`; anything else is unset.
     static func reservation(text: String) -> Bool? {
         text == "1" ? true : text == "0" ? false : nil
-    }
-}
-
-/// robots.txt's path matching (RFC 9309 §2.2.2, Google's reading), shared by robots.txt's rules, its Content-Usage
-/// and Content-Signal lines, and TDMRep's locations.
-enum PathMatching {
-    /// The path and query of `url` as it is matched: percent-encoded, with percent-encoded unreserved characters
-    /// decoded (RFC 9309 §2.2.2 and TDMRep `#sec-tdm-file`: "it MUST be unencoded prior to comparison, unless it is a
-    /// reserved character").
-    static func target(of url: URL) -> String {
-        var target = url.path(percentEncoded: true)
-        if target.isEmpty { target = "/" }
-        if let query = url.query(percentEncoded: true) { target += "?" + query }
-        return decodingUnreserved(target)
-    }
-
-    /// `text` with every `%XX` that encodes an unreserved character (`A-Z a-z 0-9 - . _ ~`) decoded; other escapes,
-    /// and `%` not followed by two hex digits, are kept as they are.
-    static func decodingUnreserved(_ text: String) -> String {
-        guard text.utf8.contains(UInt8(ascii: "%")) else { return text }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(text.utf8.count)
-        let source = Array(text.utf8)
-        var index = 0
-        while index < source.count {
-            if source[index] == UInt8(ascii: "%"), index + 2 < source.count,
-               let high = hexValue(source[index + 1]), let low = hexValue(source[index + 2]) {
-                let byte = high << 4 | low
-                if isUnreserved(byte) {
-                    bytes.append(byte)
-                    index += 3
-                    continue
-                }
-            }
-            bytes.append(source[index])
-            index += 1
-        }
-        return String(decoding: bytes, as: UTF8.self)
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
-    }
-
-    private static func isUnreserved(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-             UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
-            true
-        default:
-            false
-        }
-    }
-
-    /// Whether `pattern` (with `*` for any run of characters and a final `$` for the end) matches the start of `path`.
-    static func matches(_ pattern: String, _ path: String) -> Bool {
-        var pattern = Substring(pattern)
-        let anchored = pattern.hasSuffix("$")
-        if anchored { pattern = pattern.dropLast() }
-        let pieces = pattern.split(separator: "*", omittingEmptySubsequences: false)
-        var rest = Substring(path)
-        for (index, piece) in pieces.enumerated() {
-            if index == 0 {
-                guard rest.hasPrefix(piece) else { return false }
-                rest = rest.dropFirst(piece.count)
-            } else if index == pieces.count - 1, anchored {
-                return rest.hasSuffix(piece)
-            } else {
-                guard let range = rest.range(of: piece) else { return false }
-                rest = rest[range.upperBound...]
-            }
-        }
-        return !anchored || rest.isEmpty
-    }
-
-    /// The length a pattern counts for in robots.txt's longest-match rule (its bytes, with `%XX` unreserved decoded).
-    static func specificity(_ pattern: String) -> Int {
-        decodingUnreserved(pattern).utf8.count
     }
 }
