@@ -139,10 +139,17 @@ package struct PatternSet: Sendable {
 
     /// The patterns that match `target` (normalised: ``PathMatching/target(of:)``), chosen by `choice`.
     package func lookup(_ target: [UInt8], choosing choice: Choice) -> Lookup {
+        var work = 0
+        return lookup(target, choosing: choice, work: &work)
+    }
+
+    /// ``lookup(_:choosing:)``, adding to `work` the octets it looked at.
+    package func lookup(_ target: [UInt8], choosing choice: Choice, work: inout Int) -> Lookup {
         guard !patterns.isEmpty else { return .matched([]) }
         var candidates: [Int] = []
         forEachPrefix(of: target) { members in candidates += members.lazy.map(Int.init) }
-        var work = target.count
+        let limit = work + Self.workLimit
+        work += target.count
         switch choice {
         case .longest:
             // The longest first; stop once what is left is shorter than a match in hand.
@@ -151,14 +158,14 @@ package struct PatternSet: Sendable {
             for index in candidates {
                 if let best = chosen.first, patterns[index].length < patterns[best].length { break }
                 if patterns[index].matchesAfterPrefix(target, work: &work) { chosen.append(index) }
-                if work > Self.workLimit { return .tooCostly }
+                if work > limit { return .tooCostly }
             }
             return .matched(chosen.sorted())
         case .first:
             candidates.sort()
             for index in candidates {
                 if patterns[index].matchesAfterPrefix(target, work: &work) { return .matched([index]) }
-                if work > Self.workLimit { return .tooCostly }
+                if work > limit { return .tooCostly }
             }
             return .matched([])
         }
