@@ -31,10 +31,6 @@ struct ConformanceTests {
             reason: "an Allow of /dir/index.html does not open /dir/: mirror reads only the paths a file writes"
         ),
         Departure(
-            test: "GoogleOnly_LineTooLong", url: "http://foo.bar/x/…/fux",
-            reason: "RFC 9309 has no line limit (§2.5 asks for at least 500 KiB of file): a rule is read whole, not cut at 16,664 bytes"
-        ),
-        Departure(
             test: "ID_Encoding", url: "http://foo.bar/foo/bar/ツ",
             reason: "a URL value holds ツ percent-encoded, as RFC 9309 §2.2.2 compares it; google's matcher takes the caller's bytes"
         ),

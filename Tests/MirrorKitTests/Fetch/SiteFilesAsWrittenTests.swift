@@ -162,7 +162,7 @@ struct PathMatchingPropertyTests {
                 let path = "/" + Self.random(["a", "b", "/", "?", "$", "*"], 0...10, &generator)
                 let expected = Self.matches(regex, path)
                 if expected { matched += 1 }
-                if compiled.matches(PathMatching.normalised(Array(path.utf8))) != expected {
+                if compiled.matches(PathMatching.target(Array(path.utf8))) != expected {
                     disagreements.append("\(pattern) on \(path): expected \(expected)")
                 }
             }
@@ -186,7 +186,7 @@ struct PathMatchingPropertyTests {
                 let matching = regexes.indices.filter { Self.matches(regexes[$0], path) }
                 let longest = matching.map { PathPattern(patterns[$0]).length }.max()
                 let expectedLongest = matching.filter { PathPattern(patterns[$0]).length == longest }
-                let target = PathMatching.normalised(Array(path.utf8))
+                let target = PathMatching.target(Array(path.utf8))
                 var work = 0
                 if set.lookup(target, choosing: .longest, work: &work) != .matched(expectedLongest) {
                     disagreements.append("longest of \(patterns) on \(path)")

@@ -67,7 +67,9 @@ package struct PathPattern: Sendable, Hashable {
         var body = octets[...]
         anchored = body.last == UInt8(ascii: "$")
         if anchored { body = body.dropLast() }
-        let runs = body.split(separator: UInt8(ascii: "*"), omittingEmptySubsequences: false)
+        // A `$` before the end is an ordinary octet, compared as the URL's `$` is: escaped (``PathMatching/target(_:)``).
+        let literal = body.flatMap { $0 == UInt8(ascii: "$") ? Array("%24".utf8) : [$0] }
+        let runs = literal.split(separator: UInt8(ascii: "*"), omittingEmptySubsequences: false)
         prefix = Array(runs[0])
         pieces = runs.dropFirst().map { Piece(Array($0)) }
     }
@@ -75,7 +77,7 @@ package struct PathPattern: Sendable, Hashable {
     /// The length that counts in the longest-match rule.
     package var length: Int { octets.count }
 
-    /// Whether the pattern matches `target` (normalised, ``PathMatching/target(of:)``), given that its ``prefix``
+    /// Whether the pattern matches `target` (``PathMatching/target(of:)``), given that its ``prefix``
     /// is already known to start it; `work` grows by the octets looked at.
     func matchesAfterPrefix(_ target: [UInt8], work: inout Int) -> Bool {
         guard !pieces.isEmpty else { return !anchored || target.count == prefix.count }
@@ -91,7 +93,8 @@ package struct PathPattern: Sendable, Hashable {
         return target.count - position >= last.octets.count && target.suffix(last.octets.count).elementsEqual(last.octets)
     }
 
-    /// Whether the pattern matches `target` (normalised), however long it takes: for tests and one-off checks.
+    /// Whether the pattern matches `target` (``PathMatching/target(_:)``), however long it takes: for tests and one-off
+    /// checks.
     package func matches(_ target: [UInt8]) -> Bool {
         var work = 0
         return target.starts(with: prefix) && matchesAfterPrefix(target, work: &work)
@@ -203,12 +206,25 @@ package struct PatternSet: Sendable {
 
 /// The octets that are compared: a URL's path and query, and patterns, normalised alike (RFC 9309 §2.2.2).
 package enum PathMatching {
-    /// The path and query of `url` as libcurl sends them (percent-encoded, `/` for an empty path), normalised.
+    /// The path and query of `url` as libcurl sends them (percent-encoded, `/` for an empty path), as compared.
     package static func target(of url: URL) -> [UInt8] {
         var target = url.path(percentEncoded: true)
         if target.isEmpty { target = "/" }
         if let query = url.query(percentEncoded: true) { target += "?" + query }
-        return normalised(Array(target.utf8))
+        return self.target(Array(target.utf8))
+    }
+
+    /// A path and query as compared: normalised, with its `*` and `$` escaped (`%2A`, `%24`), since in a pattern those
+    /// are operators and the escapes stand for the octets themselves (RFC 9309 §2.2.3; TDMRep `#sec-tdm-file-regexp`:
+    /// `/path/foo-%24` matches `/path/foo-$`).
+    package static func target(_ octets: [UInt8]) -> [UInt8] {
+        normalised(octets).flatMap { octet -> [UInt8] in
+            switch octet {
+            case UInt8(ascii: "*"): Array("%2A".utf8)
+            case UInt8(ascii: "$"): Array("%24".utf8)
+            default: [octet]
+            }
+        }
     }
 
     /// `octets` as they are compared: every octet outside printable ASCII (and the space) percent-encoded, every

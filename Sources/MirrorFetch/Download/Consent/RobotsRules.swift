@@ -351,7 +351,7 @@ public struct RobotsRules: Sendable, Codable {
 
     /// Whether `pattern` (with `*` and a final `$`) matches `path` (a URL's path and query, as sent).
     package static func matches(_ pattern: String, _ path: String) -> Bool {
-        PathPattern(pattern).matches(PathMatching.normalised(Array(path.utf8)))
+        PathPattern(pattern).matches(PathMatching.target(Array(path.utf8)))
     }
 
     // MARK: Compiled form
