@@ -21,6 +21,23 @@ struct FolderOptions: ParsableArguments {
     /// The layout asked for (automatic when none is).
     var folderLayout: FolderLayout { FolderLayout(mode: layout ?? .automatic) }
 
+    /// Why `output` may not be filled, or `nil`: a usage error to fill a folder that already holds a dataset's split folders (`train/`, `test/`, …)
+    /// without `--split`: the images would land beside the splits, where Hugging Face's `imagefolder` reads neither
+    /// as it should. A folder that is itself a job's (it has `.mirror/`) is filled as before.
+    func splitsRefusal(in output: String) -> String? {
+        guard split == nil, !output.hasPrefix("s3://") else { return nil }
+        let base = URL(fileURLWithPath: output, isDirectory: true)
+        let manager = FileManager.default
+        guard !manager.fileExists(atPath: base.appendingPathComponent(".mirror").path) else { return nil }
+        let splits = DatasetSplit.allCases.filter { split in
+            var isDirectory: ObjCBool = false
+            return manager.fileExists(atPath: split.directory(in: base).path, isDirectory: &isDirectory) && isDirectory.boolValue
+        }
+        guard !splits.isEmpty else { return nil }
+        let names = splits.map { $0.rawValue + "/" }.joined(separator: ", ")
+        return ("\(output) holds the split folders \(names): add to one with --split \(splits[0].rawValue), or give another --out")
+    }
+
     /// `output` with the split's folder, if one is given: a path, or an `s3://` prefix with the split's name added.
     func destination(_ output: String) -> String {
         guard let split else { return output }

@@ -132,6 +132,10 @@ struct Search: AsyncParsableCommand {
     }
 
     func makeConfiguration(query: String? = nil, shard: WorkShard? = nil) throws -> MirrorJob.Configuration {
+        if !dryRun, let refusal = folder.splitsRefusal(in: output) {
+            printError(refusal)
+            throw ExitStatus.usage.exitCode
+        }
         let output = folder.destination(output)
         var directory = dryRun ? URL(fileURLWithPath: output) : try outputFolder(output)
         // A folder is one run's (lock, manifest, state database): each copy of a sharded --queries fills its own.

@@ -22,7 +22,8 @@ struct Urls: AsyncParsableCommand {
         refused or reset connections, DNS, 5xx, 429); --retry-failed all the ones that failed for good too. Only \
         the shards that gain a sample are written anew, each whole (tar, records, then stats).
 
-        Exit codes: 0 every row's image is in the output · 3 rows are missing: some gave no image (4xx, not an image, \
+        Exit codes: 0 every row is settled: its image is in the output, or it was kept out on purpose (its owner \
+        reserved it, a filter turned it away, or it repeats another) · 3 rows are missing: some gave no image (4xx, not an image, \
         a bad row), or failed on an earlier run and were not retried · 5 some failed on the network or server this \
         run and may work with --retry-failed · 64 usage · 65 the table is malformed from a line on (a quoted field \
         that never closes: the message names the line; the rows before it were processed) · 75 folder locked · \
@@ -107,6 +108,10 @@ struct Urls: AsyncParsableCommand {
         }
         let renderer = ProgressRenderer(mode: ProgressRenderer.mode(quiet: outputOptions.quiet), target: nil)
 
+        if let refusal = folder.splitsRefusal(in: output) {
+            printError(refusal)
+            throw ExitStatus.usage.exitCode
+        }
         let output = folder.destination(output)
         var directory: URL
         var objectStore: URLListJob.ObjectStoreDestination?

@@ -30,7 +30,10 @@ public enum TableError: Error, Sendable, Equatable, CustomStringConvertible {
         case let .unreadable(reason):
             return "cannot read the table: \(reason)"
         case let .missingColumn(option, name, columns):
-            let listed = columns.prefix(20).joined(separator: ", ")
+            // Names as printable text: a control character or a byte-order mark shown escaped, never written raw.
+            let listed = columns.prefix(20).map { name in
+                name.unicodeScalars.map { $0.properties.generalCategory == .control || $0 == "\u{FEFF}" ? "\\u{\(String($0.value, radix: 16))}" : String($0) }.joined()
+            }.joined(separator: ", ")
             return "the table has no column \"\(name)\"; name its column with \(option) (its columns: \(listed))"
         case let .openQuote(table, line, lastLine, limit):
             let what = if let limit {

@@ -136,6 +136,12 @@ public final class TableReader {
         guard !scanner.isOverLimit else {
             throw .unreadable("its header row is longer than \(Self.size(limits.record)); a \(format.rawValue) table starts with its column names")
         }
+        // A table saved as UTF-16 (Excel's "Unicode text", PowerShell's default) has a NUL beside every ASCII byte: say so,
+        // rather than list its column names with raw NUL and byte-order-mark bytes in them.
+        let first = scanner.field(0)
+        if first.starts(with: [0xFF, 0xFE]) || first.starts(with: [0xFE, 0xFF]) || (0..<scanner.fieldCount).contains(where: { scanner.field($0).contains(0) }) {
+            throw .unreadable("it is UTF-16, and mirror reads UTF-8 tables: convert it first (iconv -f UTF-16 -t UTF-8 TABLE > TABLE.utf8)")
+        }
         let header = (0..<scanner.fieldCount).map { String(utf8OrWindows1252: scanner.field($0)).trimmingCharacters(in: .whitespaces) }
         self.header = header
         func index(_ name: String, option: String) throws(TableError) -> Int {
