@@ -44,19 +44,32 @@ package struct PathPattern: Sendable, Hashable {
         /// Where the first occurrence in `text[from...]` ends, or `nil`; `work` grows by the octets looked at.
         func end(in text: [UInt8], from start: Int, work: inout Int) -> Int? {
             guard !octets.isEmpty else { return start }
-            var k = 0
-            var index = start
-            while index < text.count {
-                while k > 0, text[index] != octets[k] { k = Int(failure[k - 1]) }
-                if text[index] == octets[k] { k += 1 }
-                index += 1
-                if k == octets.count {
-                    work += index - start
-                    return index
+            guard start < text.count else { return nil }
+            // Unchecked reads in the loop (each index is below its buffer's count by the loop's conditions): the checked
+            // ones made a lookup that reached the work limit take 20 times longer.
+            let end = text.withUnsafeBufferPointer { text in
+                octets.withUnsafeBufferPointer { octets in
+                    failure.withUnsafeBufferPointer { failure -> Int? in
+                        var k = 0
+                        var index = start
+                        let first = octets[0]
+                        while index < text.count {
+                            if k == 0 {
+                                // Skip to the next place the run's first octet is.
+                                while index < text.count, text[index] != first { index += 1 }
+                                guard index < text.count else { return nil }
+                            }
+                            while k > 0, text[index] != octets[k] { k = Int(failure[k - 1]) }
+                            if text[index] == octets[k] { k += 1 }
+                            index += 1
+                            if k == octets.count { return index }
+                        }
+                        return nil
+                    }
                 }
             }
-            work += text.count - start
-            return nil
+            work += (end ?? text.count) - start
+            return end
         }
     }
 
@@ -110,6 +123,8 @@ package struct PatternSet: Sendable {
     package let patterns: [PathPattern]
     /// Every distinct literal prefix, sorted by octets, with the patterns that have it.
     private let prefixes: [(octets: [UInt8], members: [Int32])]
+    /// Each pattern's ``PathPattern/length``.
+    private let lengths: [Int]
 
     /// How a lookup chooses among the patterns that match.
     package enum Choice: Sendable {
@@ -128,11 +143,12 @@ package struct PatternSet: Sendable {
     }
 
     /// The octets a lookup may look at before it gives up. A real file's patterns cost a few thousand at most; a file
-    /// written to be slow (tens of thousands of `*` patterns over a long path) stops here, at a few milliseconds.
-    package static let workLimit = 1 << 24
+    /// written to be slow (thousands of `*` patterns over a long path) stops here (SECURITY.md, 7: tens of milliseconds).
+    package static let workLimit = 1 << 22
 
     package init(_ patterns: [PathPattern]) {
         self.patterns = patterns
+        lengths = patterns.map(\.length)
         var byPrefix: [[UInt8]: [Int32]] = [:]
         for (index, pattern) in patterns.enumerated() { byPrefix[pattern.prefix, default: []].append(Int32(index)) }
         prefixes = byPrefix.map { ($0.key, $0.value) }.sorted { $0.octets.lexicographicallyPrecedes($1.octets) }
@@ -156,10 +172,10 @@ package struct PatternSet: Sendable {
         switch choice {
         case .longest:
             // The longest first; stop once what is left is shorter than a match in hand.
-            candidates.sort { patterns[$0].length > patterns[$1].length || (patterns[$0].length == patterns[$1].length && $0 < $1) }
+            candidates.sort { lengths[$0] > lengths[$1] || (lengths[$0] == lengths[$1] && $0 < $1) }
             var chosen: [Int] = []
             for index in candidates {
-                if let best = chosen.first, patterns[index].length < patterns[best].length { break }
+                if let best = chosen.first, lengths[index] < lengths[best] { break }
                 if patterns[index].matchesAfterPrefix(target, work: &work) { chosen.append(index) }
                 if work > limit { return .tooCostly }
             }
