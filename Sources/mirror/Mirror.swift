@@ -14,7 +14,8 @@ struct Mirror: AsyncParsableCommand {
           mirror urls list.txt --out ./imgs
 
         Exit codes: 0 done · 1 runtime failure · 3 sources exhausted before the count · 4 configuration or key error · \
-        5 provider or network failure · 64 usage error · 75 folder locked by another run · 130 interrupted.
+        5 provider or network failure · 64 usage error · 65 malformed input (a table that cannot be split into rows) · \
+        75 folder locked by another run · 130 interrupted.
         """,
         version: MirrorKit.version,
         subcommands: [Search.self, Urls.self, Status.self, Gallery.self, History.self, Cache.self, Providers.self, Config.self, Hash.self],

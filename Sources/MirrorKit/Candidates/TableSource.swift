@@ -49,7 +49,7 @@ public final class TableSource: CandidateSource, @unchecked Sendable {  // `read
         }
     }
 
-    private let reader: TableReader
+    private let reader: any TableRowReading
     private let shard: WorkShard?
     private let blockSize: Int
     private let state = Locked(State())
@@ -65,7 +65,7 @@ public final class TableSource: CandidateSource, @unchecked Sendable {  // `read
 
     /// Creates the source over an open table; with a `shard`, only its share of the rows (`blockSize` rows to a
     /// block when split by row: a WebDataset shard's size).
-    public init(_ reader: TableReader, shard: WorkShard? = nil, blockSize: Int = 1) {
+    public init(_ reader: any TableRowReading, shard: WorkShard? = nil, blockSize: Int = 1) {
         self.reader = reader
         self.shard = shard
         self.blockSize = blockSize

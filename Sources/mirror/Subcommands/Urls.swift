@@ -5,7 +5,7 @@ import MirrorKit
 /// `mirror urls FILE|- --out DIR`: bulk-downloads a list of image URLs.
 struct Urls: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Download a table of image URLs (a text list, CSV, TSV or JSONL, gzip or not) into a folder.",
+        abstract: "Download a table of image URLs (a text list, CSV, TSV or JSONL, gzip or not; Parquet; or a folder of them) into a folder.",
         discussion: """
         Saves only verified images, named after the URL's last path segment (sanitised; a short hash is \
         added when names clash), skips what the folder already has, and writes DIR/manifest.jsonl, one record \
@@ -14,7 +14,9 @@ struct Urls: AsyncParsableCommand {
         of 1,000 (00000/, 00001/, …), so that no folder passes the Hub's 10,000 files (--layout). \
         The table is streamed, never loaded whole, and read \
         as bytes (UTF-8, other bytes as Windows-1252; a URL's bytes sent as they are). A text list has one URL per \
-        line (blank lines and # comments ignored); CSV and TSV have a header row; JSONL has one object per line. A \
+        line (blank lines and # comments ignored); CSV and TSV have a header row; JSONL has one object per line; \
+        Parquet is read one row group at a time, only the columns named (--url-col, --caption-col, --keep-cols; a \
+        list column is kept as JSON). A \
         row with no http(s) URL, or longer than 1 MiB, is reported with its place and skipped.
 
         A rerun downloads nothing an earlier run settled: it finishes what a killed run left, and reports the rows \
@@ -31,7 +33,7 @@ struct Urls: AsyncParsableCommand {
         """
     )
 
-    @Argument(help: "The table: FILE(.txt|.csv|.tsv|.jsonl)[.gz], or - for standard input (a text list unless --input-format).")
+    @Argument(help: "The table: FILE(.txt|.csv|.tsv|.jsonl)[.gz], FILE.parquet, a FOLDER of tables (read in name order, keys continuing across files), or - for standard input (a text list unless --input-format).")
     var list: String
 
     @Option(help: "The table's format when its name does not say: txt, csv, tsv or jsonl (gzip is detected by content).")
@@ -159,13 +161,13 @@ struct Urls: AsyncParsableCommand {
         throw exitStatus(for: summary, interrupted: interrupted).exitCode
     }
 
-    private func openTable() throws(TableError) -> TableReader {
+    private func openTable() throws(TableError) -> any TableRowReading {
         var columns = TableColumns(url: urlCol, caption: captionCol)
         columns.keep = (keepCols ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         if let clash = columns.keep.first(where: ManifestRecord.Field.reservedNames.contains) {
             throw .unreadable("--keep-cols \(clash): a record already has a field of that name; rename the column in the table")
         }
-        return try TableReader(path: list, format: inputFormat, columns: columns)
+        return try TableReader.open(path: list, format: inputFormat, columns: columns)
     }
 
     private func report(_ summary: URLListJob.Summary, interrupted: Bool) {

@@ -5,7 +5,7 @@ import MirrorStorage
 /// The one place that decides whether an image's owner reserved it against what the run collects it for.
 ///
 /// The layers only report what they read, as ``ConsentEvidence``: the site's robots.txt and TDMRep file
-/// (``SiteRules``), the image response's headers (``ResponseSignals``), the image's own XMP and C2PA marks
+/// (``SiteGate``, ``RobotsRules``, ``TDMRep``), the image response's headers (``ResponseSignals``), the image's own XMP and C2PA marks
 /// (``ImageMarks``). This value holds the run's ``purpose``, the signals set aside (`--ignore-opt-out`) and the
 /// table of what each term reserves, and gives one verdict: the first piece of evidence, in the order the layers
 /// read them, that reserves the purpose and is not set aside. An explicit yes refuses nothing, and an absent

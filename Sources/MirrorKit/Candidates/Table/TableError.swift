@@ -17,12 +17,17 @@ public enum TableError: Error, Sendable, Equatable, CustomStringConvertible {
     ///   - line: The line the quote opened on.
     ///   - lastLine: The line reading stopped on (the table's last line, or where the field passed `limit`).
     case openQuote(table: String, line: Int, lastLine: Int, limit: Int?)
+    /// A Parquet file that cannot be read from some row on (or at all): not Parquet, corrupt, or using a feature the
+    /// reader does not read, which `reason` names. The rows before it were read.
+    case parquet(table: String, reason: String)
 
     /// Whether the table's own bytes are malformed (exit 65, `EX_DATAERR`), rather than the file unreadable or the
     /// command line wrong.
     public var isMalformed: Bool {
-        if case .openQuote = self { return true }
-        return false
+        switch self {
+        case .openQuote, .parquet: true
+        default: false
+        }
     }
 
     public var description: String {
@@ -42,6 +47,8 @@ public enum TableError: Error, Sendable, Equatable, CustomStringConvertible {
                 "is still open at the end of the table (line \(lastLine))"
             }
             return "\(table): a quoted field opened on line \(line) \(what); close the quote or fix the row"
+        case let .parquet(table, reason):
+            return "\(table): cannot read it as Parquet: \(reason)"
         }
     }
 }

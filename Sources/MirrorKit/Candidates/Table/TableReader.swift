@@ -286,6 +286,11 @@ public final class TableReader {
     }
 
     private func parseURL(_ text: String) -> Result<URL, TableRow.Problem> {
+        Self.parseURL(text, limits: limits)
+    }
+
+    /// A field's URL, or why it is none: empty, longer than `limits.url`, or not http(s) with a host.
+    static func parseURL(_ text: String, limits: Limits) -> Result<URL, TableRow.Problem> {
         guard !text.isEmpty else { return .failure(.init(reason: "no URL")) }
         let length = text.utf8.count
         guard length <= limits.url else {
