@@ -1,3 +1,5 @@
+import CZlib
+
 /// The levels and values of one data page: `count` entries, each with a repetition and a definition level (the arrays
 /// are empty when the column's maximum level is 0), and a value for each entry whose definition level is the maximum.
 struct DecodedPage {
@@ -55,6 +57,9 @@ struct ColumnChunkReader {
                 throw .overLimit("the page at offset \(offset) of the column chunk has \(max(compressed, uncompressed)) bytes, more than maxPageSize (\(limits.maxPageSize))")
             }
             let body = try cursor.take(compressed, for: "the page")
+            if let crc = header.crc, crc != checksum(body) {
+                throw .corrupt("the page at offset \(offset) of the column chunk fails its CRC-32 check")
+            }
             do throws(ParquetError) {
                 switch PageType(rawValue: header.type) {
                 case .dictionaryPage?:
@@ -73,6 +78,21 @@ struct ColumnChunkReader {
             }
         }
         return nil
+    }
+
+    /// zlib's CRC-32 of the page's stored bytes.
+    private func checksum(_ range: Range<Int>) -> UInt32 {
+        cursor.bytes.withUnsafeBufferPointer { buffer in
+            var crc: uLong = crc32(0, nil, 0)
+            var start = range.lowerBound
+            // crc32 takes a uInt length: pages are under maxPageSize, but stay exact for any size.
+            while start < range.upperBound {
+                let length = min(range.upperBound - start, Int(UInt32.max))
+                crc = crc32(crc, buffer.baseAddress.map { $0 + start }, uInt(length))
+                start += length
+            }
+            return UInt32(truncatingIfNeeded: crc)
+        }
     }
 
     private func checkCount(_ count: Int32, _ what: String) throws(ParquetError) -> Int {

@@ -114,6 +114,8 @@ struct PageHeader {
     var type: Int32
     var uncompressedPageSize: Int32
     var compressedPageSize: Int32
+    /// CRC-32 (gzip's) of the page's bytes as stored, when the writer wrote one.
+    var crc: UInt32?
     var dataPage: DataPageHeader?
     var dictionaryPage: DictionaryPageHeader?
     var dataPageV2: DataPageHeaderV2?
@@ -351,6 +353,7 @@ extension CompactReader {
             case 1: type = try readI32(field)
             case 2: uncompressed = try readI32(field)
             case 3: compressed = try readI32(field)
+            case 4: header.crc = UInt32(bitPattern: try readI32(field))
             case 5:
                 guard field.type == .structure else { throw .corrupt("a page header's data page header is not a struct") }
                 header.dataPage = try readDataPageHeader()
