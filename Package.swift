@@ -168,6 +168,8 @@ let package = Package(
             ],
             resources: [.copy("Fixtures")]
         ),
+        // Reads the real writers' files in Tests/MirrorKitTests/Fixtures/parquet (found from the source tree, not copied).
+        .testTarget(name: "MirrorParquetTests", dependencies: ["MirrorParquet"]),
         .testTarget(name: "MirrorTestSupportTests", dependencies: ["MirrorTestSupport"]),
         .testTarget(name: "mirrorTests", dependencies: ["MirrorSync", "MirrorTransport", "MirrorTestSupport"]),
     ],
