@@ -67,7 +67,7 @@ struct SchemaTree: Sendable {
         var leaves: [(path: [String], type: PhysicalType)] = []
         let root = try Self.node(elements, &index, depth: 0, path: [], leaves: &leaves)
         guard index == elements.count else {
-            throw .corrupt("the schema has \(elements.count - index) elements outside its root's \(elements.count) ")
+            throw .corrupt("the schema has \(elements.count - index) elements after its root's tree")
         }
         guard !root.children.isEmpty else { throw .corrupt("the schema's root has no columns") }
         leafPaths = leaves.map(\.path)
