@@ -114,6 +114,35 @@ struct HostileInputTests {
         #expect(try outcome(optional.bytes).get().count == 5)
     }
 
+    @Test("LZ4_RAW blocks, and the old LZ4 codec in Hadoop's frames or bare")
+    func lz4Codecs() throws {
+        let plain = try outcome(CraftedFile().bytes).get()
+        var raw = CraftedFile()
+        raw.codec = 7
+        raw.compress = lz4LiteralBlock
+        #expect(try outcome(raw.bytes).get() == plain)
+
+        var hadoop = CraftedFile()
+        hadoop.codec = 5
+        hadoop.compress = { bytes in
+            // Two frames: the first 8 bytes, then the rest.
+            let first = lz4LiteralBlock(Array(bytes.prefix(8)))
+            let second = lz4LiteralBlock(Array(bytes.dropFirst(8)))
+            return bigEndian(8) + bigEndian(first.count) + first + bigEndian(bytes.count - 8) + bigEndian(second.count) + second
+        }
+        #expect(try outcome(hadoop.bytes).get() == plain)
+
+        var bare = CraftedFile()
+        bare.codec = 5
+        bare.compress = lz4LiteralBlock
+        #expect(try outcome(bare.bytes).get() == plain)
+
+        var short = CraftedFile()
+        short.codec = 7
+        short.compress = { lz4LiteralBlock(Array($0.dropLast())) }
+        #expect(message(short.bytes).contains("LZ4_RAW"))
+    }
+
     @Test("unknown fields are skipped, nested structs, lists, sets and maps among them")
     func unknownFieldsSkipped() throws {
         // Given fields no version of parquet.thrift has, in the footer, a schema element, a column and a page header

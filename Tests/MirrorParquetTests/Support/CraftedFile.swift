@@ -98,6 +98,8 @@ struct CraftedFile {
     var pageHeaderExtra: (inout CompactWriter) -> Void = { _ in }
     /// Replaces the footer's length.
     var footerLength: UInt32?
+    /// Compresses the page's bytes (for `codec`); its uncompressed size is still the original's.
+    var compress: ([UInt8]) -> [UInt8] = { $0 }
 
     var bytes: [UInt8] {
         var body: [UInt8] = []
@@ -109,11 +111,12 @@ struct CraftedFile {
         }
         for value in values { body += withUnsafeBytes(of: value.littleEndian, Array.init) }
 
+        let stored = compress(body)
         var page = CompactWriter()
         page.structBody { header in
             header.i32(1, 0)
             header.i32(2, uncompressedPageSize ?? Int32(body.count))
-            header.i32(3, compressedPageSize ?? Int32(body.count))
+            header.i32(3, compressedPageSize ?? Int32(stored.count))
             header.structure(5) { data in
                 data.i32(1, numValues ?? Int32(values.count))
                 data.i32(2, encoding)
@@ -122,7 +125,7 @@ struct CraftedFile {
             }
             pageHeaderExtra(&header)
         }
-        let chunk = page.bytes + body
+        let chunk = page.bytes + stored
 
         var footer = CompactWriter()
         footer.structBody { meta in
@@ -168,4 +171,22 @@ struct CraftedFile {
         return Array("PAR1".utf8) + chunk + footer.bytes + withUnsafeBytes(of: length.littleEndian, Array.init)
             + Array("PAR1".utf8)
     }
+}
+
+/// An LZ4 block of literals only (the format's last sequence): valid, incompressible, made without a compressor.
+func lz4LiteralBlock(_ bytes: [UInt8]) -> [UInt8] {
+    var block: [UInt8] = [UInt8(min(bytes.count, 15)) << 4]
+    if bytes.count >= 15 {
+        var rest = bytes.count - 15
+        while rest >= 255 {
+            block.append(255)
+            rest -= 255
+        }
+        block.append(UInt8(rest))
+    }
+    return block + bytes
+}
+
+func bigEndian(_ value: Int) -> [UInt8] {
+    [UInt8(value >> 24 & 0xFF), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)]
 }
