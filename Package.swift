@@ -6,6 +6,7 @@ let package = Package(
     products: [
         .executable(name: "mirror", targets: ["mirror"]),
         .library(name: "MirrorKit", targets: ["MirrorKit"]),
+        .library(name: "MirrorParquet", targets: ["MirrorParquet"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -52,6 +53,11 @@ let package = Package(
         ),
         // zlib, for gzip tables (already linked by libcurl and libpng; it checks a member's CRC-32, libarchive does not).
         .systemLibrary(name: "CZlib", providers: [.apt(["zlib1g-dev"])]),
+        // The decompressors of Parquet pages besides gzip (CZlib): SNAPPY, ZSTD, LZ4_RAW (and the old LZ4), BROTLI.
+        .systemLibrary(name: "CSnappy", providers: [.apt(["libsnappy-dev"])]),
+        .systemLibrary(name: "CZstd", providers: [.apt(["libzstd-dev"])]),
+        .systemLibrary(name: "CLZ4", providers: [.apt(["liblz4-dev"])]),
+        .systemLibrary(name: "CBrotli", providers: [.apt(["libbrotli-dev"])]),
         // glibc calls the Glibc module does not import: malloc_trim (the CLI's MemoryPolicy), renameat2 and syncfs
         // (AtomicFile), prctl (the transport's thread names).
         .systemLibrary(name: "CSyscalls"),
@@ -60,6 +66,10 @@ let package = Package(
         .target(name: "MirrorSync"),
         // HTTP over libcurl: driver threads, transfers, responses, typed errors, the one Retry-After parser.
         .target(name: "MirrorTransport", dependencies: ["MirrorSync", "CCurl", "CSyscalls"]),
+        // Parquet tables, read from the specification: the footer, pages, encodings, codecs and lists; streaming one row
+        // group's chosen column chunks at a time, every size read from the file bounded before it is used. Foundation and
+        // the decompressors only, so it can be fuzzed alone.
+        .target(name: "MirrorParquet", dependencies: ["CZlib", "CSnappy", "CZstd", "CLZ4", "CBrotli"]),
         // Image bytes: format sniffing, header dimensions, completeness. No dependencies, so it can be fuzzed alone.
         .target(name: "MirrorImages"),
         // MirrorKit's layers, bottom to top, as targets the compiler keeps honest (ARCHITECTURE.md): what crosses them is
@@ -158,6 +168,8 @@ let package = Package(
             ],
             resources: [.copy("Fixtures")]
         ),
+        // Reads the real writers' files in Tests/MirrorKitTests/Fixtures/parquet (found from the source tree, not copied).
+        .testTarget(name: "MirrorParquetTests", dependencies: ["MirrorParquet"]),
         .testTarget(name: "MirrorTestSupportTests", dependencies: ["MirrorTestSupport"]),
         .testTarget(name: "mirrorTests", dependencies: ["MirrorSync", "MirrorTransport", "MirrorTestSupport"]),
     ],
