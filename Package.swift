@@ -129,6 +129,7 @@ let package = Package(
                 "MirrorSearch",
                 "MirrorTransport",
                 "MirrorImages",
+                "MirrorParquet",  // Parquet tables
                 "CZlib",  // gzip tables
             ]
         ),
@@ -171,7 +172,8 @@ let package = Package(
         // Reads the real writers' files in Tests/MirrorKitTests/Fixtures/parquet (found from the source tree, not copied).
         .testTarget(name: "MirrorParquetTests", dependencies: ["MirrorParquet"]),
         .testTarget(name: "MirrorTestSupportTests", dependencies: ["MirrorTestSupport"]),
-        .testTarget(name: "mirrorTests", dependencies: ["MirrorSync", "MirrorTransport", "MirrorTestSupport"]),
+        // Tables/: Parquet files pyarrow wrote (scripts/make_table_fixtures.py), read from the source tree by the binary.
+        .testTarget(name: "mirrorTests", dependencies: ["MirrorSync", "MirrorTransport", "MirrorTestSupport"], exclude: ["Tables"]),
     ],
     swiftLanguageModes: [.v6]
 )

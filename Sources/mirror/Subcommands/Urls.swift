@@ -77,6 +77,9 @@ struct Urls: AsyncParsableCommand {
     var useCache = false
     @OptionGroup var outputOptions: OutputOptions
 
+    @Flag(help: "Print the URL of every row the run would fetch (this copy's share, with --shard), one a line, and fetch nothing; rows without a URL are said on standard error.")
+    var dryRun = false
+
     func validate() throws {
         if output.lowercased().hasPrefix("s3://") {
             guard S3Location(output) != nil else { throw ValidationError("--out \(output): give s3://BUCKET/PREFIX") }
@@ -100,6 +103,10 @@ struct Urls: AsyncParsableCommand {
             throw ExitStatus.usage.exitCode
         }
         let isWebDataset = dataset.format == .webdataset
+        if dryRun {
+            try printURLs(shard: share?.0, blockSize: isWebDataset ? dataset.shardSize : 1)
+            return
+        }
         let table: TableSource
         do {
             table = TableSource(try openTable(), shard: share?.0, blockSize: isWebDataset ? dataset.shardSize : 1)
@@ -159,6 +166,40 @@ struct Urls: AsyncParsableCommand {
         report(summary, interrupted: interrupted)
         if objectStore == nil { outputOptions.writeGallery(directory) }
         throw exitStatus(for: summary, interrupted: interrupted).exitCode
+    }
+
+    /// `--dry-run`: the table's URLs, one a line, written in blocks of 64 KiB.
+    private func printURLs(shard: WorkShard?, blockSize: Int) throws {
+        let reader: any TableRowReading
+        do {
+            reader = try openTable()
+        } catch {
+            printError(error.description)
+            throw (error.isMalformed ? ExitStatus.dataError : ExitStatus.usage).exitCode
+        }
+        var block = Data()
+        block.reserveCapacity(1 << 16)
+        do {
+            while let row = try reader.next() {
+                switch row.url {
+                case let .success(url):
+                    guard shard?.owns(position: row.position, host: url.host, blockSize: blockSize) ?? true else { continue }
+                    block.append(contentsOf: url.absoluteString.utf8)
+                    block.append(UInt8(ascii: "\n"))
+                    if block.count >= 1 << 16 {
+                        FileHandle.standardOutput.write(block)
+                        block.removeAll(keepingCapacity: true)
+                    }
+                case let .failure(problem):
+                    FileHandle.standardError.write(Data("mirror: skipped \(row.place): \(problem.reason)\n".utf8))
+                }
+            }
+        } catch {
+            FileHandle.standardOutput.write(block)
+            printError(error.description)
+            throw (error.isMalformed ? ExitStatus.dataError : ExitStatus.unavailable).exitCode
+        }
+        FileHandle.standardOutput.write(block)
     }
 
     private func openTable() throws(TableError) -> any TableRowReading {
