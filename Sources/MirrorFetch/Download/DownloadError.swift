@@ -21,9 +21,10 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
     case optedOut(Reservation)
     /// Its host's robots.txt does not let mirror fetch it (the reservation, with the rule or why the file is missing).
     case disallowed(Reservation)
-    /// Its host's robots.txt could not be had (a 5xx, a redirect loop, a timeout): RFC 9309 says assume complete
-    /// disallow for now, so it was not fetched, and a later run asks again.
-    case siteUnavailable(String)
+    /// Its host's robots.txt could not be had (a 5xx, a redirect loop, a timeout, a failed connection): RFC 9309 says
+    /// assume complete disallow for now, so it was not fetched. `reason` is its key (`robots-unavailable`, or the
+    /// network failure's: `dns`, `tls`, …); `transient` says whether a later run asks again.
+    case siteUnavailable(String, reason: String, transient: Bool)
     /// The image was verified, but the run's transform (`--resize`, `--encode`) could not make it.
     case transformFailed(ImageTransform.Failure)
     /// Cancelled before it finished.
@@ -38,7 +39,7 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
         case let .filesystem(error): error.description
         case let .optedOut(reservation): "opted out: \(reservation.message)"
         case let .disallowed(reservation): reservation.message
-        case let .siteUnavailable(reason): reason
+        case let .siteUnavailable(message, _, _): message
         case let .transformFailed(failure): failure.description
         case .cancelled: "cancelled"
         }
@@ -71,7 +72,7 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
         case .filesystem: "filesystem"
         case .optedOut: RowOutcome.Status.optedOut.rawValue
         case .disallowed: RowOutcome.Status.disallowed.rawValue
-        case .siteUnavailable: "robots-unavailable"
+        case let .siteUnavailable(_, reason, _): reason
         case let .transformFailed(failure): failure.reasonKey
         case .cancelled: "cancelled"
         }
@@ -82,7 +83,8 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
         switch self {
         case let .transport(error): error.isTransient
         case let .statusUnacceptable(status): RetryPolicy.isRetryable(status: status)
-        case .filesystem, .cancelled, .siteUnavailable: true
+        case .filesystem, .cancelled: true
+        case let .siteUnavailable(_, _, transient): transient
         case .rejected, .filtered, .optedOut, .disallowed, .transformFailed: false
         }
     }

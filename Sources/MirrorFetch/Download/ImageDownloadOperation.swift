@@ -73,7 +73,7 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
             case let .refused(reservation):
                 let error: DownloadError = switch reservation.evidence.term {
                 case .disallow: .disallowed(reservation)
-                case .unavailable: .siteUnavailable(reservation.evidence.value)
+                case let .unavailable(reason, transient): .siteUnavailable(reservation.evidence.value, reason: reason, transient: transient)
                 default: .optedOut(reservation)
                 }
                 end(.failed(error, retryable: false, retryAfter: nil, throttled: false))

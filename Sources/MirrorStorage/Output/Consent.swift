@@ -84,9 +84,11 @@ public struct ConsentEvidence: Sendable, Hashable, Codable {
     public enum Term: Sendable, Hashable, Codable {
         /// robots.txt does not let mirror fetch the URL (a `Disallow` rule, or a file that could not be had).
         case disallow
-        /// robots.txt could not be had (a 5xx, a redirect loop, a timeout): nothing may be fetched for now, and the row
-        /// is asked again on a later run (RFC 9309 §2.3.1.4).
-        case unavailable
+        /// robots.txt could not be had (a 5xx, a redirect loop, a timeout, a failed connection): nothing may be fetched
+        /// for now (RFC 9309 §2.3.1.4). `reason` is the row's failure key (`robots-unavailable` for an answer, the
+        /// network's own for a failure: `dns`, `timeout`, `tls`, …), and `transient` whether a later run may do better
+        /// (a certificate that is not trusted will not be, a 503 may).
+        case unavailable(reason: String, transient: Bool)
         /// A Content Signals category (`search`, `ai-input`, `ai-train`) with `yes` (true) or `no`.
         case contentSignal(category: String, allowed: Bool)
         /// An aipref category (`train-ai`, `train-genai`, `search`, …) with `y` (true) or `n`.

@@ -226,7 +226,7 @@ struct SiteFilesThatFailTests {
 
         // Then its URLs are refused for now, transiently, and the TDMRep file is not asked for
         let evidence = await gate.evidence(for: server.url("/a.png"))
-        #expect(evidence.first?.term == .unavailable)
+        #expect(evidence.first?.term == .unavailable(reason: "timeout", transient: true), "\(evidence)")
         #expect(evidence.first?.value.hasPrefix(SiteGate.siteUnavailablePrefix) == true, "\(evidence)")
         #expect(server.requests.map(\.path) == ["/robots.txt"])
     }

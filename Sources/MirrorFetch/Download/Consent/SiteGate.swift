@@ -59,11 +59,29 @@ public final class SiteGate: Sendable {
         var agents: [String]
         var robots = RobotsRules.allowAll
         /// Why everything is refused for now when robots.txt could not be had, or `nil`.
-        var robotsUnavailable: String?
+        var robotsUnavailable: Unavailable?
         var tdmrep = TDMRep.Rules.none
     }
 
-    /// The start of the evidence's value when robots.txt could not be had: the row is transient, asked again next run.
+    /// Why robots.txt could not be had: said for people, the row's failure key, and whether a later run may do better.
+    struct Unavailable: Sendable, Hashable, Codable {
+        var message: String
+        var reason: String
+        var transient: Bool
+
+        /// An answer that is not the file (a 5xx), or a redirect loop: worth asking again.
+        static func answer(_ message: String) -> Unavailable {
+            Unavailable(message: message, reason: "robots-unavailable", transient: true)
+        }
+
+        /// A transfer that failed, with the network's key and transience.
+        static func failure(_ error: TransportError) -> Unavailable {
+            let download = DownloadError.transport(error)
+            return Unavailable(message: error.description, reason: download.reasonKey, transient: download.isTransient)
+        }
+    }
+
+    /// The start of the evidence's value when robots.txt could not be had.
     public static let siteUnavailablePrefix = "robots.txt could not be had"
 
     /// The files read, and the order they were read in (the oldest is forgotten first).
@@ -170,7 +188,10 @@ public final class SiteGate: Sendable {
 
     /// Why robots.txt refuses `url` (`robots.txt disallows /private/`), or `nil` when it may be fetched.
     public func refusal(for url: URL) async -> String? {
-        await evidence(for: url).first { $0.term == .disallow || $0.term == .unavailable }?.value
+        await evidence(for: url).first { evidence in
+            if case .unavailable = evidence.term { return true }
+            return evidence.term == .disallow
+        }?.value
     }
 
     /// Calls `completion` with what the site's files say of `url`: at once, on this thread, when its origin's files
@@ -222,8 +243,8 @@ public final class SiteGate: Sendable {
     private static func evidence(for url: URL, in files: SiteFiles) -> [ConsentEvidence] {
         if let unavailable = files.robotsUnavailable {
             return [ConsentEvidence(
-                signal: .robots, value: "\(siteUnavailablePrefix) (\(unavailable)): RFC 9309 says assume disallow for now",
-                location: "robots.txt (\(unavailable))", term: .unavailable
+                signal: .robots, value: "\(siteUnavailablePrefix) (\(unavailable.message)): RFC 9309 says assume disallow for now",
+                location: "robots.txt (\(unavailable.message))", term: .unavailable(reason: unavailable.reason, transient: unavailable.transient)
             )]
         }
         var evidence: [ConsentEvidence] = []
@@ -267,7 +288,7 @@ public final class SiteGate: Sendable {
     }
 
     /// robots.txt, as RFC 9309 reads it: the rules, or why it could not be had (then everything is disallowed for now).
-    private func fetchRobots(_ origin: String) async -> (rules: RobotsRules, unavailable: String?) {
+    private func fetchRobots(_ origin: String) async -> (rules: RobotsRules, unavailable: Unavailable?) {
         var request = robotsTemplate
         request.url = URL(string: origin + "/robots.txt")!
         let prefix = PrefixSink(limit: RobotsRules.maximumBytes)
@@ -282,15 +303,15 @@ public final class SiteGate: Sendable {
             case 400..<500:
                 return (.allowAll, nil)
             default:
-                return (.allowAll, "HTTP \(response.status)")
+                return (.allowAll, .answer("HTTP \(response.status)"))
             }
         } catch .destinationFailed(_) where prefix.isFull {
             // Only a 2xx body reaches the sink: a file larger than RFC 9309's 500 KiB, of which the first are read.
             return (RobotsRules(parsing: prefix.bytes, agents: agents), nil)
         } catch .tooManyRedirects(let limit) {
-            return (.allowAll, "more than \(limit) redirects")
+            return (.allowAll, .answer("more than \(limit) redirects"))
         } catch {
-            return (.allowAll, error.description)
+            return (.allowAll, .failure(error))
         }
     }
 
