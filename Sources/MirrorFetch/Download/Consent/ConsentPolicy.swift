@@ -59,6 +59,15 @@ public struct ConsentPolicy: Sendable, Hashable {
         self.ignored = ignored
     }
 
+    /// The product tokens a run whose requests carry `userAgent` answers to, for ``robotsTag`` (whose agents the
+    /// pipeline reads robots.txt's groups for too): the agent's own (`MyCrawler/1.0 (+mailto:ops@example.org)` is
+    /// `mycrawler`, ``RobotsRules/productToken(ofUserAgent:)``), then `mirror`, which a site may address whatever the
+    /// agent calls itself.
+    public static func agents(forUserAgent userAgent: String) -> [String] {
+        guard let token = RobotsRules.productToken(ofUserAgent: userAgent), token != "mirror" else { return ["mirror"] }
+        return [token, "mirror"]
+    }
+
     /// A policy whose `X-Robots-Tag` reservations are exactly `directives`, each reserving every purpose.
     public mutating func setRobotsTagDirectives(_ directives: Set<String>) {
         robotsTagTable = Dictionary(uniqueKeysWithValues: directives.map { ($0.lowercased(), Set(UsePurpose.allCases)) })
