@@ -73,6 +73,18 @@ public struct ConsentPolicy: Sendable, Hashable {
         robotsTagTable = Dictionary(uniqueKeysWithValues: directives.map { ($0.lowercased(), Set(UsePurpose.allCases)) })
     }
 
+    /// The site files whose signals count for this policy, which the pipeline's ``SiteGate`` reads: robots.txt unless
+    /// its three signals (`robots`, `content-signal`, `content-usage`) are all set aside; the TDMRep file where its
+    /// reservation counts for the purpose and is not set aside.
+    public var siteFiles: SiteGate.Files {
+        var files: SiteGate.Files = []
+        if !ignored.isSuperset(of: [.robots, .contentSignal, .contentUsage]) { files.insert(.robots) }
+        if !ignored.contains(.tdmrepFile), purposes(reservedBy: .tdmReservation(reserved: true)).contains(purpose) {
+            files.insert(.tdmrep)
+        }
+        return files
+    }
+
     // MARK: Deciding
 
     /// How the evidence read for one image comes out for the run's purpose.

@@ -181,7 +181,21 @@ public final class SiteGate: Sendable {
             completion([], false)
             return
         }
-        let answer: @Sendable (SiteFiles, Bool) -> Void = { files, waited in completion(Self.evidence(for: url, in: files), waited) }
+        files(of: origin) { files, waited in completion(Self.evidence(for: url, in: files), waited) }
+    }
+
+    /// What the files of `url`'s origin said, as read (fetched once, as for ``evidence(for:)``): the rules behind the
+    /// evidence, for `mirror why`. `nil` for a URL without an origin.
+    func siteFiles(for url: URL) async -> SiteFiles? {
+        guard let origin = Self.origin(of: url) else { return nil }
+        return await withCheckedContinuation { continuation in
+            files(of: origin) { files, _ in continuation.resume(returning: files) }
+        }
+    }
+
+    /// Calls `answer` with the origin's files: at once, on this thread, when they were read already; otherwise when
+    /// the one fetch of them ends (its second argument true).
+    private func files(of origin: String, answer: @escaping @Sendable (SiteFiles, Bool) -> Void) {
         enum Step { case answer(SiteFiles), wait, fetch }
         let step = origins.withLock { origins -> Step in
             switch origins[origin] {
@@ -219,7 +233,8 @@ public final class SiteGate: Sendable {
         memory?.flush()
     }
 
-    private static func evidence(for url: URL, in files: SiteFiles) -> [ConsentEvidence] {
+    /// The evidence of `files` for `url`, in the order ``evidence(for:)`` gives it.
+    static func evidence(for url: URL, in files: SiteFiles) -> [ConsentEvidence] {
         if let unavailable = files.robotsUnavailable {
             return [ConsentEvidence(
                 signal: .robots, value: "\(siteUnavailablePrefix) (\(unavailable)): RFC 9309 says assume disallow for now",
