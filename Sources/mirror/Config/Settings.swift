@@ -158,7 +158,7 @@ struct Settings {
 
     static let subcommands: [String: ParsableCommand.Type] = [
         "search": Search.self, "urls": Urls.self, "status": Status.self, "gallery": Gallery.self,
-        "history": History.self, "cache": Cache.self, "providers": Providers.self,
+        "history": History.self, "cache": Cache.self, "providers": Providers.self, "why": Why.self,
     ]
 
     static func command(named name: String) -> ParsableCommand.Type? { subcommands[name] }

@@ -171,7 +171,7 @@ public struct ConsentExplanation: Sendable, Encodable {
         }
         for signal in usage { lines.append("  " + say(signal)) }
         if !siteFiles.contains(.tdmrep) {
-            lines.append("  \(TDMRep.wellKnownPath): not read (it reserves nothing that counts for \(purpose.rawValue) here)")
+            lines.append("  \(TDMRep.wellKnownPath): not read (set aside by --ignore-opt-out, or TDMRep reserves nothing for \(purpose.rawValue))")
         } else if let tdmrep {
             let reservation = tdmrep.reservation.map { "tdm-reservation: \($0)" } ?? "no tdm-reservation"
             let verdict = tdmrep.reserves ? "reserves \(purpose.rawValue)" : "reserves nothing"
