@@ -12,13 +12,14 @@ struct Mirror: AsyncParsableCommand {
         Examples:
           mirror kittens --count 500 --out ./imgs
           mirror urls list.txt --out ./imgs
+          mirror why https://example.org/a.jpg --user-agent "MyBot/1.0 (ops@example.org)"
 
         Exit codes: 0 done · 1 runtime failure · 3 sources exhausted before the count · 4 configuration or key error · \
         5 provider or network failure · 64 usage error · 65 malformed input (a table that cannot be split into rows) · \
         75 folder locked by another run · 130 interrupted.
         """,
         version: MirrorKit.version,
-        subcommands: [Search.self, Urls.self, Status.self, Gallery.self, History.self, Cache.self, Providers.self, Config.self, Hash.self],
+        subcommands: [Search.self, Urls.self, Status.self, Gallery.self, History.self, Cache.self, Providers.self, Config.self, Hash.self, Why.self],
         defaultSubcommand: Search.self
     )
 

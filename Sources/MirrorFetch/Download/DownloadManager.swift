@@ -80,6 +80,18 @@ public final class DownloadManager: Sendable {
         public init(_ configure: (inout Configuration) -> Void) {
             configure(&self)
         }
+
+        /// An image's transfer as these settings bound it (its URL and destination are the caller's to set).
+        var transferTemplate: TransferRequest {
+            var template = TransferRequest(url: URL(string: "http://localhost/")!)
+            template.userAgent = userAgent
+            template.connectTimeout = connectTimeout
+            template.totalTimeout = attemptDeadline
+            template.stall = stall
+            template.maximumBodyBytes = maximumBytes
+            template.connectTo = connectTo
+            return template
+        }
     }
 
     public let configuration: Configuration
@@ -149,16 +161,9 @@ public final class DownloadManager: Sendable {
         let slots = SlotMachine(concurrency: configuration.concurrency, perHost: configuration.perHost, rate: configuration.hostRate)
         let state = Locked(State(slots: slots))
         self.state = state
-        var template = TransferRequest(url: URL(string: "http://localhost/")!)
-        template.userAgent = configuration.userAgent
-        template.connectTimeout = configuration.connectTimeout
-        template.totalTimeout = configuration.attemptDeadline
-        template.stall = configuration.stall
-        template.maximumBodyBytes = configuration.maximumBytes
-        template.connectTo = configuration.connectTo
         context = DownloadContext(
             loader: self.loader,
-            transferTemplate: template,
+            transferTemplate: configuration.transferTemplate,
             // Marks are read in the same walk over the bytes in memory (the consent policy judges them).
             validator: ImageValidator(pixelLimit: configuration.pixelLimit, readsMarks: true),
             cache: configuration.cache,

@@ -25,7 +25,8 @@ extension MirrorJob {
         public var filter: ImageFilter?
         /// Licence codes wanted (passed to providers that filter by licence).
         public var licenses: [String] = []
-        /// Download settings; `downloads.retry` governs image requests only (`--retries`).
+        /// Download settings; `downloads.retry` governs image requests only (`--retries`); `downloads.userAgent` is the
+        /// `User-Agent` of every request, the API calls' too (`--user-agent`).
         public var downloads = DownloadManager.Configuration()
         /// How failed API requests — search pages, tokens, download notifications — are retried (`--api-retries`),
         /// separately from image requests. Default: 3 retries, full-jitter backoff from 0.5 s up to 30 s,

@@ -68,7 +68,10 @@ extension MirrorJob {
         if let text = configuration.environment["MIRROR_API_INTERVAL_MS"], let milliseconds = Int(text), milliseconds >= 0 {
             feedConfiguration.requestInterval = .milliseconds(milliseconds)
         }
-        let client = APIClient(loader: loader, cache: configuration.downloads.cache, retry: configuration.apiRetry)
+        // The API calls carry the images' User-Agent (`--user-agent`): one agent for every request of the run.
+        let client = APIClient(
+            loader: loader, cache: configuration.downloads.cache, retry: configuration.apiRetry, userAgent: configuration.downloads.userAgent
+        )
         return SearchFeed(providers: providers, query: searchQuery, client: client, configuration: feedConfiguration)
     }
 }

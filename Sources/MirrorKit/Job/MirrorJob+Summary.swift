@@ -44,6 +44,9 @@ extension MirrorJob {
         public var purpose: UsePurpose = .aiTrain
         /// The signals whose reservations were set aside (`--ignore-opt-out`).
         public var ignoredOptOuts: Set<ConsentSignal> = []
+        /// The product tokens the run answered to (robots.txt groups, `X-Robots-Tag` directives): `--user-agent`'s, then
+        /// `mirror`.
+        public var agents: [String] = ["mirror"]
 
         public init() {}
 
@@ -58,7 +61,7 @@ extension MirrorJob {
         enum CodingKeys: String, CodingKey {
             case saved, total, target, exhausted, upToDate, interrupted, failed, duplicates, nearDuplicates, filtered, failures, label
             case crossLabelDuplicates, providers, providerStatus, pages, apiRequests, downloadNotifications
-            case downloadNotificationsFailed, bytes, seconds, optedOut, refusals, generated, purpose, ignoredOptOuts
+            case downloadNotificationsFailed, bytes, seconds, optedOut, refusals, generated, purpose, ignoredOptOuts, agents
         }
 
         public func encode(to encoder: any Encoder) throws {
@@ -89,6 +92,7 @@ extension MirrorJob {
             try container.encode(tally.generated, forKey: .generated)
             try container.encode(purpose.rawValue, forKey: .purpose)
             try container.encode(ignoredOptOuts.map(\.rawValue).sorted(), forKey: .ignoredOptOuts)
+            try container.encode(agents, forKey: .agents)
         }
     }
 }

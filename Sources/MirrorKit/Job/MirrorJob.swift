@@ -92,6 +92,7 @@ public struct MirrorJob: Sendable {
         var summary = Summary()
         summary.target = configuration.count
         (summary.purpose, summary.ignoredOptOuts) = (configuration.consent.purpose, configuration.consent.ignored)
+        summary.agents = configuration.consent.robotsTag.agents
         summary.providers = configuration.providers
         summary.providerStatus = configuration.providers.map { ProviderReport(provider: $0, statistics: statistics.perProvider[$0]) }
         summary.total = folder?.savedCount(label: configuration.label?.name) ?? 0

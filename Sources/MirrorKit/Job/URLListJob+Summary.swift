@@ -32,6 +32,9 @@ extension URLListJob {
         public var purpose: UsePurpose?
         /// The signals whose reservations were set aside (`--ignore-opt-out`).
         public var ignoredOptOuts: Set<ConsentSignal> = []
+        /// The product tokens the run answered to (robots.txt groups, `X-Robots-Tag` directives): `--user-agent`'s, then
+        /// `mirror`.
+        public var agents: [String] = ["mirror"]
 
         public init() {}
 
@@ -40,7 +43,7 @@ extension URLListJob {
         /// used for rows that failed for good earlier). `skipped` carries the same count until 1.0, then goes.
         enum CodingKeys: String, CodingKey {
             case total, saved, alreadySaved, skipped, duplicates, nearDuplicates, failed, failures, invalidRows, filtered, optedOut, disallowed, refusals
-            case generated, purpose, ignoredOptOuts, bytes
+            case generated, purpose, ignoredOptOuts, agents, bytes
             case cacheHits, seconds, hasTransientFailures, transientFailures, shards, shardsWritten, tableRows
             case shardsRewritten, missingTransient, missingPermanent
         }
@@ -63,6 +66,7 @@ extension URLListJob {
             try container.encode(tally.generated, forKey: .generated)
             try container.encodeIfPresent(purpose?.rawValue, forKey: .purpose)
             try container.encode(ignoredOptOuts.map(\.rawValue).sorted(), forKey: .ignoredOptOuts)
+            try container.encode(agents, forKey: .agents)
             try container.encode(tally.bytes, forKey: .bytes)
             try container.encode(tally.cacheHits, forKey: .cacheHits)
             try container.encode(tally.hasTransientFailures, forKey: .hasTransientFailures)

@@ -83,6 +83,7 @@ public struct URLListJob: Sendable {
 
         var summary = Summary(tally: report.tally)
         (summary.purpose, summary.ignoredOptOuts) = (configuration.consent.purpose, configuration.consent.ignored)
+        summary.agents = configuration.consent.robotsTag.agents
         summary.shards = shardSink?.completeShardCount
         summary.shardsWritten = shardSink?.writtenShardCount
         summary.shardsRewritten = shardSink?.rewrittenShardCount

@@ -178,12 +178,8 @@ public struct Pipeline: Sendable {
     ) -> SiteGate? {
         guard configuration.readsSiteFiles else { return nil }
         let consent = configuration.consent
-        var files: SiteGate.Files = []
-        if !consent.ignored.isSuperset(of: [.robots, .contentSignal, .contentUsage]) { files.insert(.robots) }
         // The TDMRep file is asked for only where its reservations would count for the run's purpose.
-        if !consent.ignored.contains(.tdmrepFile), consent.purposes(reservedBy: .tdmReservation(reserved: true)).contains(consent.purpose) {
-            files.insert(.tdmrep)
-        }
+        let files = consent.siteFiles
         guard !files.isEmpty else { return nil }
         let downloads = configuration.downloads
         let memory = state.flatMap { try? SiteMemory(directory: $0) }

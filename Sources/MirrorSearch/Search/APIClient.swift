@@ -20,8 +20,9 @@ import MirrorTransport
 ///   Authentication, configuration and permanent errors fail at once. ``attempt(_:provider:pacing:cacheTTL:decode:)``
 ///   makes exactly one try, for callers (``SearchFeed`` through ``SearchPaginator``) that own the retry decision.
 ///
-/// Every request carries `User-Agent: mirror/<version> libcurl/<version>` (``MirrorVersion/userAgent``), as the
-/// Wikimedia User-Agent policy asks. Thread safety: every method may be called from any task at once.
+/// Every request carries ``userAgent``: by default `mirror/<version> libcurl/<version>` (``MirrorVersion/userAgent``);
+/// the Wikimedia User-Agent policy asks for one that also says who runs the client and how to reach them
+/// (`--user-agent`). Thread safety: every method may be called from any task at once.
 ///
 /// ```swift
 /// let client = APIClient(loader: CurlMultiDriver(), cache: ImageCache())
@@ -53,6 +54,8 @@ public final class APIClient: Sendable {
     public let sleeper: Sleeper
     /// The limit on one whole request. Default: 60 s.
     public let timeout: Duration
+    /// The `User-Agent` of every request. Default: ``MirrorVersion/userAgent``.
+    public let userAgent: String
 
     /// The largest API response accepted: 32 MiB (a Wikimedia batch of 500 with metadata is a few MiB).
     package static let maximumBodyBytes: Int64 = 32 << 20
@@ -67,18 +70,21 @@ public final class APIClient: Sendable {
     ///   - retry: The default retry policy. Default: 3 retries, 0.5 s base delay, 30 s ceiling, `Retry-After` up to 5 min.
     ///   - sleeper: The clock and sleep. Default: ``Sleeper/real``.
     ///   - timeout: The limit on one whole request. Default: 60 s.
+    ///   - userAgent: The `User-Agent` of every request. Default: ``MirrorVersion/userAgent``.
     public init(
         loader: any HTTPLoading,
         cache: ImageCache?,
         retry: RetryPolicy = RetryPolicy(),
         sleeper: Sleeper = .real,
-        timeout: Duration = .seconds(60)
+        timeout: Duration = .seconds(60),
+        userAgent: String = MirrorVersion.userAgent
     ) {
         self.loader = loader
         self.cache = cache
         self.retry = retry
         self.sleeper = sleeper
         self.timeout = timeout
+        self.userAgent = userAgent
     }
 
     /// HTTP requests sent to `provider` so far (cache hits excluded).
@@ -226,7 +232,7 @@ public final class APIClient: Sendable {
         transfer.method = request.method.rawValue
         transfer.headers = request.headers.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
         transfer.body = request.body
-        transfer.userAgent = MirrorVersion.userAgent
+        transfer.userAgent = userAgent
         transfer.totalTimeout = timeout
         transfer.maximumBodyBytes = Self.maximumBodyBytes
         return transfer

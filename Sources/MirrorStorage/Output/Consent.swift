@@ -103,6 +103,12 @@ public struct ConsentEvidence: Sendable, Hashable, Codable {
         case trainingMining(entry: String, use: String)
         /// Read back from a record, which keeps the signal, its value and where it was read, not the term.
         case recorded
+
+        /// Whether it says robots.txt could not be had.
+        public var isUnavailable: Bool {
+            if case .unavailable = self { return true }
+            return false
+        }
     }
 
     public init(signal: ConsentSignal, value: String, location: String, term: Term, policy: String? = nil) {

@@ -8,6 +8,7 @@ import TOMLKit
 ///
 /// ```toml
 /// concurrency = 32            # any option of any subcommand, by its long name, for every subcommand that has it
+/// user_agent = "MyBot/1.0 (ops@example.org)"   # `_` for `-` as TOML files usually spell keys: --user-agent
 /// [urls]                      # options for one subcommand
 /// format = "webdataset"
 /// [providers.flickr]          # a provider's variables (keys only from a file private to its owner: mode 0600)
@@ -119,10 +120,12 @@ struct Settings {
     func values(for subcommand: String, options: Set<String>, environment: [String: String]) throws -> [Value] {
         var values: [Value] = []
         for (table, entries) in [("", fileOptions[""] ?? []), (subcommand, fileOptions[subcommand] ?? [])] {
-            for (key, raw) in entries {
+            for (written, raw) in entries {
+                // TOML's usual spelling of a long name (`user_agent`) is the option's (`user-agent`).
+                let key = written.replacingOccurrences(of: "_", with: "-")
                 guard options.contains(key) else {
                     if table.isEmpty { continue }  // a top-level default for another subcommand's option
-                    throw Problem(description: "\(file.path): [\(table)] \(key) is not an option of mirror \(subcommand) (see mirror \(subcommand) --help)", isUsage: true)
+                    throw Problem(description: "\(file.path): [\(table)] \(written) is not an option of mirror \(subcommand) (see mirror \(subcommand) --help)", isUsage: true)
                 }
                 if let flag = raw.bool {
                     if flag { values.append(Value(option: key, text: nil, origin: .file(table: table))) }
@@ -155,7 +158,7 @@ struct Settings {
 
     static let subcommands: [String: ParsableCommand.Type] = [
         "search": Search.self, "urls": Urls.self, "status": Status.self, "gallery": Gallery.self,
-        "history": History.self, "cache": Cache.self, "providers": Providers.self,
+        "history": History.self, "cache": Cache.self, "providers": Providers.self, "why": Why.self,
     ]
 
     static func command(named name: String) -> ParsableCommand.Type? { subcommands[name] }

@@ -10,8 +10,7 @@ struct NetworkOptions: ParsableArguments {
     @Option(name: .customLong("per-host"), help: "Requests in flight per host at most (1–64).")
     var perHost: Int = 6
 
-    @Option(name: .customLong("max-bytes"), help: "Largest image accepted, e.g. 20MB or 500KiB.")
-    var maxBytes: ByteSize = ByteSize(bytes: 50 * 1024 * 1024)
+    @OptionGroup var transfer: TransferOptions
 
     @Option(help: ArgumentHelp(
         "Refuse images that declare more pixels than this (too-many-pixels), resized or not.",
@@ -19,14 +18,41 @@ struct NetworkOptions: ParsableArguments {
     ))
     var maxPixels: Int = DownloadManager.Configuration().pixelLimit
 
-    @Option(help: "Give up on one attempt after this many seconds (default: 15 + the --max-bytes image's time at 256 KiB/s, at most 300: 215 with the default 50 MiB).")
-    var timeout: Double?
-
     @Option(help: "Requests started per host per second at most (beside --per-host connections), e.g. 5 or 0.5. Split by host (--shard-by host), each host is in one copy, so the rate holds across copies.")
     var hostRate: Double?
 
     @Option(help: "Retries of a failed image download (0–10), with backoff and Retry-After honoured; API requests have --api-retries.")
     var retries: Int = 3
+
+    func validate() throws {
+        guard (1...256).contains(concurrency) else { throw ValidationError("--concurrency must be between 1 and 256.") }
+        guard (1...64).contains(perHost) else { throw ValidationError("--per-host must be between 1 and 64.") }
+        guard (0...10).contains(retries) else { throw ValidationError("--retries must be between 0 and 10.") }
+        guard maxPixels >= 1 else { throw ValidationError("--max-pixels must be at least 1.") }
+        if let hostRate, !(hostRate > 0 && hostRate <= 10_000) {
+            throw ValidationError("--host-rate must be a number of requests per second above 0.")
+        }
+    }
+
+    /// Applies these options to a download configuration.
+    func apply(to configuration: inout DownloadManager.Configuration) {
+        configuration.concurrency = concurrency
+        configuration.perHost = perHost
+        configuration.hostRate = hostRate
+        configuration.pixelLimit = maxPixels
+        configuration.retry.maximumRetries = retries
+        transfer.apply(to: &configuration)
+    }
+}
+
+/// How one request is bounded and where it connects: every command that downloads, and `mirror why`, which asks as
+/// the downloads would.
+struct TransferOptions: ParsableArguments {
+    @Option(name: .customLong("max-bytes"), help: "Largest image accepted, e.g. 20MB or 500KiB.")
+    var maxBytes: ByteSize = ByteSize(bytes: 50 * 1024 * 1024)
+
+    @Option(help: "Give up on one attempt after this many seconds (default: 15 + the --max-bytes image's time at 256 KiB/s, at most 300: 215 with the default 50 MiB).")
+    var timeout: Double?
 
     @Option(help: "Give up on one attempt when under 1 kB arrives in this many seconds (default 20); filed transient, for --retry-failed.")
     var stallTimeout: Double?
@@ -38,16 +64,9 @@ struct NetworkOptions: ParsableArguments {
     var connectTo: [String] = []
 
     func validate() throws {
-        guard (1...256).contains(concurrency) else { throw ValidationError("--concurrency must be between 1 and 256.") }
-        guard (1...64).contains(perHost) else { throw ValidationError("--per-host must be between 1 and 64.") }
-        guard (0...10).contains(retries) else { throw ValidationError("--retries must be between 0 and 10.") }
         guard maxBytes.bytes >= 1024 else { throw ValidationError("--max-bytes must be at least 1KiB.") }
-        guard maxPixels >= 1 else { throw ValidationError("--max-pixels must be at least 1.") }
         if let timeout, !(timeout > 0 && timeout <= 86_400) {
             throw ValidationError("--timeout must be a number of seconds above 0.")
-        }
-        if let hostRate, !(hostRate > 0 && hostRate <= 10_000) {
-            throw ValidationError("--host-rate must be a number of requests per second above 0.")
         }
         if let stallTimeout, !(stallTimeout >= 1 && stallTimeout <= 86_400) {
             throw ValidationError("--stall-timeout must be a number of seconds, 1 or more.")
@@ -59,13 +78,8 @@ struct NetworkOptions: ParsableArguments {
 
     /// Applies these options to a download configuration.
     func apply(to configuration: inout DownloadManager.Configuration) {
-        configuration.concurrency = concurrency
-        configuration.perHost = perHost
-        configuration.hostRate = hostRate
         configuration.maximumBytes = maxBytes.bytes
-        configuration.pixelLimit = maxPixels
         configuration.timeout = timeout.map { .milliseconds(Int64($0 * 1000)) }
-        configuration.retry.maximumRetries = retries
         configuration.connectTo = connectTo
         if let stallTimeout { configuration.stall.window = .milliseconds(Int64(stallTimeout * 1000)) }
         // For tests only (undocumented in --help): a short stall window, so that a stalled transfer is

@@ -72,8 +72,13 @@ struct Config: ParsableCommand {
         }
         for row in rows {
             let name = row["subcommand"]!.isEmpty ? row["option"]! : "mirror \(row["subcommand"]!) \(row["option"]!)"
-            print("\(name.padding(toLength: 34, withPad: " ", startingAt: 0)) \(row["value"]!.padding(toLength: 20, withPad: " ", startingAt: 0)) \(row["from"]!)")
+            print("\(Self.padded(name, to: 34)) \(Self.padded(row["value"]!, to: 20)) \(row["from"]!)")
         }
         print("(the command line overrides all of these)")
+    }
+
+    /// `text` with spaces up to `width`; a longer text whole (`padding(toLength:)` would cut a long User-Agent short).
+    private static func padded(_ text: String, to width: Int) -> String {
+        text.count >= width ? text : text.padding(toLength: width, withPad: " ", startingAt: 0)
     }
 }

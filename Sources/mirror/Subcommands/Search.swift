@@ -68,6 +68,7 @@ struct Search: AsyncParsableCommand {
     var dryRun = false
 
     @OptionGroup var network: NetworkOptions
+    @OptionGroup var agent: AgentOptions
     @OptionGroup var cache: CacheOptions
     @OptionGroup var outputOptions: OutputOptions
     @OptionGroup var folder: FolderOptions
@@ -156,6 +157,7 @@ struct Search: AsyncParsableCommand {
         configuration.apiRetry.maximumRetries = apiRetries
         configuration.isSyncEnabled = !outputOptions.noFsync
         configuration.consent = consent.policy
+        agent.apply(to: &configuration.downloads, consent: &configuration.consent)
         if !cache.noCache {
             let directory = cache.cacheDirectory.map { URL(fileURLWithPath: $0) } ?? DiskCache.defaultDirectory()
             configuration.downloads.cache = ImageCache(configuration: .init { $0.directory = directory })

@@ -68,6 +68,7 @@ struct Urls: AsyncParsableCommand {
     @OptionGroup(title: "What the owner reserved") var consent: ConsentOptions
     @OptionGroup var sharding: ShardOptions
     @OptionGroup var network: NetworkOptions
+    @OptionGroup var agent: AgentOptions
     @OptionGroup var cache: CacheOptions
 
     @Flag(name: .customLong("cache"), help: ArgumentHelp(
@@ -153,6 +154,7 @@ struct Urls: AsyncParsableCommand {
         network.apply(to: &configuration.downloads)
         configuration.isSyncEnabled = !outputOptions.noFsync
         configuration.consent = consent.policy
+        agent.apply(to: &configuration.downloads, consent: &configuration.consent)
         dataset.apply(to: &configuration)
         consent.warnIfIgnoring(configuration.consent, quiet: quiet)
         if !cache.noCache, useCache || cache.cacheDirectory != nil {

@@ -59,9 +59,30 @@ public struct ConsentPolicy: Sendable, Hashable {
         self.ignored = ignored
     }
 
+    /// The product tokens a run whose requests carry `userAgent` answers to, for ``robotsTag`` (whose agents the
+    /// pipeline reads robots.txt's groups for too): the agent's own (`MyCrawler/1.0 (+mailto:ops@example.org)` is
+    /// `mycrawler`, ``RobotsRules/productToken(ofUserAgent:)``), then `mirror`, which a site may address whatever the
+    /// agent calls itself.
+    public static func agents(forUserAgent userAgent: String) -> [String] {
+        guard let token = RobotsRules.productToken(ofUserAgent: userAgent), token != "mirror" else { return ["mirror"] }
+        return [token, "mirror"]
+    }
+
     /// A policy whose `X-Robots-Tag` reservations are exactly `directives`, each reserving every purpose.
     public mutating func setRobotsTagDirectives(_ directives: Set<String>) {
         robotsTagTable = Dictionary(uniqueKeysWithValues: directives.map { ($0.lowercased(), Set(UsePurpose.allCases)) })
+    }
+
+    /// The site files whose signals count for this policy, which the pipeline's ``SiteGate`` reads: robots.txt unless
+    /// its three signals (`robots`, `content-signal`, `content-usage`) are all set aside; the TDMRep file where its
+    /// reservation counts for the purpose and is not set aside.
+    public var siteFiles: SiteGate.Files {
+        var files: SiteGate.Files = []
+        if !ignored.isSuperset(of: [.robots, .contentSignal, .contentUsage]) { files.insert(.robots) }
+        if !ignored.contains(.tdmrepFile), purposes(reservedBy: .tdmReservation(reserved: true)).contains(purpose) {
+            files.insert(.tdmrep)
+        }
+        return files
     }
 
     // MARK: Deciding

@@ -188,10 +188,7 @@ public final class SiteGate: Sendable {
 
     /// Why robots.txt refuses `url` (`robots.txt disallows /private/`), or `nil` when it may be fetched.
     public func refusal(for url: URL) async -> String? {
-        await evidence(for: url).first { evidence in
-            if case .unavailable = evidence.term { return true }
-            return evidence.term == .disallow
-        }?.value
+        await evidence(for: url).first { $0.term == .disallow || $0.term.isUnavailable }?.value
     }
 
     /// Calls `completion` with what the site's files say of `url`: at once, on this thread, when its origin's files
@@ -202,7 +199,21 @@ public final class SiteGate: Sendable {
             completion([], false)
             return
         }
-        let answer: @Sendable (SiteFiles, Bool) -> Void = { files, waited in completion(Self.evidence(for: url, in: files), waited) }
+        files(of: origin) { files, waited in completion(Self.evidence(for: url, in: files), waited) }
+    }
+
+    /// What the files of `url`'s origin said, as read (fetched once, as for ``evidence(for:)``): the rules behind the
+    /// evidence, for `mirror why`. `nil` for a URL without an origin.
+    func siteFiles(for url: URL) async -> SiteFiles? {
+        guard let origin = Self.origin(of: url) else { return nil }
+        return await withCheckedContinuation { continuation in
+            files(of: origin) { files, _ in continuation.resume(returning: files) }
+        }
+    }
+
+    /// Calls `answer` with the origin's files: at once, on this thread, when they were read already; otherwise when
+    /// the one fetch of them ends (its second argument true).
+    private func files(of origin: String, answer: @escaping @Sendable (SiteFiles, Bool) -> Void) {
         enum Step { case answer(SiteFiles), wait, fetch }
         let step = origins.withLock { origins -> Step in
             switch origins[origin] {
@@ -240,7 +251,8 @@ public final class SiteGate: Sendable {
         memory?.flush()
     }
 
-    private static func evidence(for url: URL, in files: SiteFiles) -> [ConsentEvidence] {
+    /// The evidence of `files` for `url`, in the order ``evidence(for:)`` gives it.
+    static func evidence(for url: URL, in files: SiteFiles) -> [ConsentEvidence] {
         if let unavailable = files.robotsUnavailable {
             return [ConsentEvidence(
                 signal: .robots, value: "\(siteUnavailablePrefix) (\(unavailable.message)): RFC 9309 says assume disallow for now",
