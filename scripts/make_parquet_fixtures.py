@@ -649,6 +649,23 @@ def small_files():
     write_expected(path, columns=["url", "caption"])  # the blobs' base64 would be larger than the file
 
 
+def empty_files():
+    """No rows: pyarrow writes one row group of empty chunks (a dictionary page, data page offset 0); polars and
+    DuckDB write no row group."""
+    table = pa.table({"url": pa.array([], pa.string()), "width": pa.array([], pa.int64()),
+                      "face_bboxes": pa.array([], pa.list_(pa.list_(pa.float64())))})
+    pyarrow_file("empty-pyarrow", table)
+    path = os.path.join(OUT, "empty-polars.parquet")
+    pl.from_arrow(table).write_parquet(path)
+    write_expected(path)
+    path = os.path.join(OUT, "empty-duckdb.parquet")
+    connection = duckdb.connect()
+    connection.register("source", table)
+    connection.execute("COPY (SELECT * FROM source) TO '%s' (FORMAT PARQUET)" % path)
+    connection.close()
+    write_expected(path)
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     for entry in os.listdir(OUT):
@@ -662,6 +679,7 @@ def main():
     encrypted_files()
     legacy_lists()
     small_files()
+    empty_files()
     total = sum(os.path.getsize(os.path.join(OUT, entry)) for entry in os.listdir(OUT))
     print("%d files, %d bytes in %s" % (len(os.listdir(OUT)), total, os.path.relpath(OUT, ROOT)))
 

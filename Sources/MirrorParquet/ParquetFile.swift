@@ -141,21 +141,14 @@ public final class ParquetFile: Sendable {
                 throw .unsupported("\(context) uses compression codec \(meta.codec), which Parquet does not define")
             }
             guard meta.numValues >= 0 else { throw .corrupt("\(context) says \(meta.numValues) values") }
-            var start = meta.dataPageOffset
-            // Some writers store 0 for "no dictionary"; a dictionary page comes before the data pages.
-            if let dictionary = meta.dictionaryPageOffset, dictionary > 0, dictionary < start { start = dictionary }
-            let length = meta.totalCompressedSize
-            guard start >= 4, length > 0, start <= Int64(dataEnd), length <= Int64(dataEnd) - start else {
-                throw .corrupt("\(context): the column chunk at offset \(start) (\(length) bytes) runs past the end of the file's data (\(dataEnd) bytes)")
-            }
-            guard length <= Int64(configuration.maxColumnChunkSize) else {
-                throw .overLimit("\(context): a column chunk of \(length) bytes, more than maxColumnChunkSize (\(configuration.maxColumnChunkSize))")
-            }
             let bytes: [UInt8]
             if let cached = chunks[plan.leafIndex] {
                 bytes = cached
+            } else if meta.numValues == 0 {
+                // No values, no pages to read (pyarrow writes an empty chunk's data page offset as 0).
+                bytes = []
             } else {
-                bytes = try Self.read(source, at: Int(start), count: Int(length))
+                bytes = try readChunk(meta, context: context)
                 chunks[plan.leafIndex] = bytes
             }
             let reader = ColumnChunkReader(bytes: bytes, plan: plan, codec: codec, valueCount: meta.numValues,
@@ -163,5 +156,20 @@ public final class ParquetFile: Sendable {
             readers.append(ColumnRowReader(chunk: reader, plan: plan, maximumEntriesPerRow: configuration.maxValuesPerPage))
         }
         return (readers, group.numRows)
+    }
+
+    /// A column chunk's bytes, its range checked against the file's data and the limit first.
+    private func readChunk(_ meta: ColumnMetaData, context: String) throws(ParquetError) -> [UInt8] {
+        var start = meta.dataPageOffset
+        // Some writers store 0 for "no dictionary"; a dictionary page comes before the data pages.
+        if let dictionary = meta.dictionaryPageOffset, dictionary > 0, dictionary < start { start = dictionary }
+        let length = meta.totalCompressedSize
+        guard start >= 4, length > 0, start <= Int64(dataEnd), length <= Int64(dataEnd) - start else {
+            throw .corrupt("\(context): the column chunk at offset \(start) (\(length) bytes) runs past the end of the file's data (\(dataEnd) bytes)")
+        }
+        guard length <= Int64(configuration.maxColumnChunkSize) else {
+            throw .overLimit("\(context): a column chunk of \(length) bytes, more than maxColumnChunkSize (\(configuration.maxColumnChunkSize))")
+        }
+        return try Self.read(source, at: Int(start), count: Int(length))
     }
 }
