@@ -308,9 +308,10 @@ struct DownloadManagerTests {
         await manager.waitUntilIdle()
         await manager.shutdown()
 
-        // Then every one was refused, and only robots.txt was asked for
+        // Then every one was refused, and only the site files were asked for (the TDMRep file too: reading a
+        // reservation is not crawling)
         #expect(refused.withLock { $0 } == 20_000)
-        #expect(server.requests.map(\.path) == ["/robots.txt"])
+        #expect(server.requests.map(\.path) == ["/robots.txt", "/.well-known/tdmrep.json"])
     }
 }
 
