@@ -2,9 +2,10 @@ import Foundation
 
 /// The clock mirror reads and the sleep it waits with: one injected time source for pacing, backoff and cool-downs.
 ///
-/// Every wait in the library goes through one of these — the API client's pacing and retries, the download
-/// manager's one timer (retry delays and host slow-downs) — so tests drive time instead of waiting for it, and there is
-/// no `DispatchQueue` timer anywhere.
+/// Every wait that paces requests goes through one of these — the API client's pacing and retries, the download
+/// manager's one timer (retry delays and host slow-downs) — so tests drive time instead of waiting for it. (The one
+/// `DispatchQueue` timer, `ImageCommitter`'s gather window before a batch of files is synced, paces the disk, not a
+/// server.)
 public struct Sleeper: Sendable {
     /// The current time.
     public var now: @Sendable () -> ContinuousClock.Instant

@@ -22,7 +22,7 @@ public struct FolderLayout: Sendable, Hashable {
         /// that; subfolders once it has them, or holds that many, or the job may add enough (the job says how many it
         /// may add: ``FolderLayout/resolved(saved:adding:)``). The default.
         case automatic = "auto"
-        /// Every new image in the folder itself, however many (the one layout before issue 45).
+        /// Every new image in the folder itself, however many.
         case flat
         /// Every new image in a numbered subfolder, from the first.
         case subfolders

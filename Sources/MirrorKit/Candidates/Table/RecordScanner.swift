@@ -21,7 +21,7 @@ import Foundation
 /// the table, throws ``TableError/openQuote(table:line:lastLine:limit:)`` naming the line where it opened (almost always
 /// a quote left open, which would otherwise swallow every row after it).
 ///
-/// Why not CSV.swift (yaslab/CSV.swift 2.5.2, which read CSV and TSV before issue 43): it decodes the stream through a
+/// Why not CSV.swift (yaslab/CSV.swift 2.5.2): it decodes the stream through a
 /// `UnicodeCodec` before splitting, and a byte that is not UTF-8 ends its decoding as if the file ended there: the
 /// field is cut at the byte, its row ends, and the rest of the field comes back as a row of its own, so every later
 /// row's key moved by one (a cp1252 `é` in a quoted caption: 4 rows read as 7). A quote left open reads to the end of
@@ -29,7 +29,6 @@ import Foundation
 /// held whole; text after a closing quote loses its first character and leaves the field open (`"Best" cat` swallowed
 /// the rest of the table into `Best"cat…`); and it reports neither line numbers nor a size bound. Feeding it records
 /// already split would have left it nothing to do but split on the delimiter: the scanning is the parser.
-/// (Measured by `HostileTableTests` against the code before the change.)
 final class RecordScanner {
     /// How records and fields are told apart.
     enum Syntax: Equatable {
