@@ -131,7 +131,7 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
             outcome = .verified(hasher.apply(to: image))
         }
         if case let .verified(image) = outcome, let transform = request.transform, !isCancelled {
-            switch transform.apply(to: image) {
+            switch transform.apply(to: image, blurring: request.blurBoxes) {
             case let .success(transformed): outcome = .verified(transformed)
             case let .failure(error): outcome = .failed(error, retryable: false, retryAfter: nil, throttled: false)
             }
