@@ -67,8 +67,8 @@ public func fuzzText(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
         defer { try? FileManager.default.removeItem(at: file) }
         let replacement = Data([0xEF, 0xBF, 0xBD])
         let hadReplacement = data.range(of: replacement) != nil
-        // JSONL rows give boxes too (fields need no header).
-        let columns = tableFormat == .jsonl ? TableColumns(blur: "boxes") : TableColumns()
+        // JSONL rows give a digest and boxes too (fields need no header).
+        let columns = tableFormat == .jsonl ? TableColumns(hash: "sha256", blur: "boxes") : TableColumns()
         if let reader = try? TableReader(path: file.path, format: tableFormat, columns: columns, limits: limits) {
             var position = 0
             var lastLine = 0

@@ -3,10 +3,17 @@ import MirrorTestSupport
 import Testing
 
 /// What a dataset's rows ask beyond their URL, end to end through the built `mirror urls` against the loopback server:
-/// faces to blur (`--blur-col`), and img2dataset's resize modes.
+/// the served bytes' hash (`--verify-hash`, `--hash`), faces to blur (`--blur-col`), and img2dataset's resize modes.
 /// Images are judged by libpng and TurboJPEG decoding what was written.
 @Suite("mirror urls, row checks, end to end", .serialized)
 struct RowChecksCommandTests {
+    /// A digest of `data` by the coreutils tool at `path` (`sha256sum`, `md5sum`), lowercase hex.
+    private static func digest(_ data: Data, tool path: String, in work: TemporaryFolder) throws -> String {
+        let file = work.file("digest-\(UUID().uuidString)")
+        try data.write(to: file)
+        return String(try runTool(path, [file.path]).prefix { $0 != " " })
+    }
+
     private static func json(_ text: String) -> [String: Any]? {
         try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
     }
@@ -15,11 +22,84 @@ struct RowChecksCommandTests {
         try String(contentsOf: out.appendingPathComponent("manifest.jsonl"), encoding: .utf8).split(separator: "\n").compactMap { json(String($0)) }
     }
 
-    @Test func aMissingBoxColumnIsAUsageError() async throws {
+    @Test(arguments: [("sha256", "/usr/bin/sha256sum"), ("md5", "/usr/bin/md5sum")])
+    func aRowWhoseBytesHashOtherwiseFailsForGood(algorithm: String, tool: String) async throws {
+        // Given four images, and a table giving each one's digest: uppercase and padded with spaces, wrong, empty, right
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let work = TemporaryFolder()
+        var lines = ["url,digest"]
+        for index in 0..<4 {
+            let png = TestImages.png(width: 20 + index, height: 20, seed: UInt64(index))
+            server.route("/i/\(index).png", .ok(png, contentType: "image/png"))
+            let right = try Self.digest(png, tool: tool, in: work)
+            let digest = switch index {
+            case 0: "\"  \(right.uppercased()) \""
+            case 1: String(right.reversed())
+            case 2: ""
+            default: right
+            }
+            lines.append("\(server.url("/i/\(index).png").absoluteString),\(digest)")
+        }
+        let table = work.file("table.csv")
+        try lines.joined(separator: "\n").write(to: table, atomically: true, encoding: .utf8)
+        let out = work.file("out")
+
+        // When the table is downloaded with its digests checked
+        var arguments = ["urls", table.path, "--out", out.path, "--verify-hash", "digest", "--json"]
+        if algorithm == "md5" { arguments += ["--hash", "md5"] }
+        let run = try await MirrorBinary.run(arguments)
+
+        // Then the wrong one fails for good (exit 3, not 5) as hash-mismatch and is not saved; the empty one is not checked
+        #expect(run.status == 3, "\(run.stderr)")
+        let summary = try #require(Self.json(run.stdout))
+        #expect(summary["saved"] as? Int == 3 && summary["failed"] as? Int == 1)
+        #expect((summary["failures"] as? [String: Int]) == ["hash-mismatch": 1])
+        #expect(run.stderr.contains("hash-mismatch") && run.stderr.contains("not the row's"), "\(run.stderr)")
+        let records = try Self.manifest(out)
+        #expect(Set(records.compactMap { $0["key"] as? String }) == ["000000000", "000000002", "000000003"])
+        // And each record keeps the saved file's own SHA-256, as ever
+        for record in records {
+            let file = try Data(contentsOf: out.appendingPathComponent(try #require(record["file_name"] as? String)))
+            #expect(record["sha256"] as? String == (try Self.digest(file, tool: "/usr/bin/sha256sum", in: work)))
+        }
+
+        // And a rerun passes the failed row over (permanent), without asking the server for it
+        server.resetCounters()
+        let again = try await MirrorBinary.run(arguments)
+        #expect(again.status == 3 && server.requestCount(path: "/i/1.png") == 0)
+    }
+
+    @Test func aDigestIsCheckedOnAnImageTheDiskCacheGives() async throws {
+        // Given an image fetched once into the disk cache
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let png = TestImages.png(width: 30, height: 20, seed: 42)
+        server.route("/c.png", .ok(png, contentType: "image/png"))
+        let work = TemporaryFolder()
+        let md5 = try Self.digest(png, tool: "/usr/bin/md5sum", in: work)
+        let cache = work.file("cache")
+        let table = work.file("table.csv")
+        try "url,md5\n\(server.url("/c.png").absoluteString),\(md5)\n".write(to: table, atomically: true, encoding: .utf8)
+        let first = try await MirrorBinary.run(["urls", table.path, "--out", work.file("one").path, "--cache-dir", cache.path, "--verify-hash", "md5", "--hash", "md5"])
+        #expect(first.status == 0, "\(first.stderr)")
+
+        // When another folder asks for it with a digest it does not have
+        try "url,md5\n\(server.url("/c.png").absoluteString),\(String(md5.reversed()))\n".write(to: table, atomically: true, encoding: .utf8)
+        server.resetCounters()
+        let second = try await MirrorBinary.run(["urls", table.path, "--out", work.file("two").path, "--cache-dir", cache.path, "--verify-hash", "md5", "--hash", "md5", "--json"])
+
+        // Then the cached bytes are checked as the served ones are: the row fails, and the server was not asked
+        #expect(second.status == 3, "\(second.stderr)")
+        #expect((Self.json(second.stdout)?["failures"] as? [String: Int]) == ["hash-mismatch": 1])
+        #expect(server.requestCount(path: "/c.png") == 0)
+    }
+
+    @Test func aMissingDigestOrBoxColumnIsAUsageError() async throws {
         let work = TemporaryFolder()
         let table = work.file("table.csv")
         try "url,sha256\nhttp://127.0.0.1:9/a.png,00\n".write(to: table, atomically: true, encoding: .utf8)
-        for option in ["--blur-col"] {
+        for option in ["--verify-hash", "--blur-col"] {
             let run = try await MirrorBinary.run(["urls", table.path, "--out", work.file("out").path, option, "hash"])
             #expect(run.status == 64, "\(option): \(run.stderr)")
             #expect(run.stderr.contains(option) && run.stderr.contains("hash"), "\(run.stderr)")
@@ -134,7 +214,7 @@ struct RowChecksCommandTests {
 
         // And --help names them, beside img2dataset's names
         let help = try await MirrorBinary.run(["urls", "--help"])
-        for word in ["shorter-side", "longer-side", "center-crop", "border", "fixed", "keep_ratio_largest", "--pad-color", "--blur-col"] {
+        for word in ["shorter-side", "longer-side", "center-crop", "border", "fixed", "keep_ratio_largest", "--pad-color", "--verify-hash", "--blur-col"] {
             #expect(help.stdout.contains(word), "--help lacks \(word)")
         }
         // And a pad colour for another mode is a usage error

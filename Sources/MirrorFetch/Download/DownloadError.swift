@@ -24,8 +24,10 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Its host's robots.txt could not be had (a 5xx, a redirect loop, a timeout): RFC 9309 says assume complete
     /// disallow for now, so it was not fetched, and a later run asks again.
     case siteUnavailable(String)
-    /// The image was verified, but the run's transform (`--resize`, `--encode`) could not make it.
+    /// The image was verified, but the run's transform (`--resize`, `--encode`, `--blur-col`) could not make it.
     case transformFailed(ImageTransform.Failure)
+    /// The served bytes do not hash to what the row says (`--verify-hash`): `served` is their digest, lowercase hex.
+    case hashMismatch(expected: ExpectedDigest, served: String)
     /// Cancelled before it finished.
     case cancelled
 
@@ -40,6 +42,10 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
         case let .disallowed(reservation): reservation.message
         case let .siteUnavailable(reason): reason
         case let .transformFailed(failure): failure.description
+        case let .hashMismatch(expected, served):
+            expected.hex.count == expected.algorithm.hexLength && expected.hex.allSatisfy(\.isHexDigit)
+                ? "the served bytes' \(expected.algorithm.rawValue) is \(served), not the row's \(expected.hex)"
+                : "the row's \(expected.algorithm.rawValue) is not \(expected.algorithm.hexLength) hex digits (\(expected.hex.prefix(80))): no bytes match it"
         case .cancelled: "cancelled"
         }
     }
@@ -73,6 +79,7 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
         case .disallowed: RowOutcome.Status.disallowed.rawValue
         case .siteUnavailable: "robots-unavailable"
         case let .transformFailed(failure): failure.reasonKey
+        case .hashMismatch: "hash-mismatch"
         case .cancelled: "cancelled"
         }
     }
@@ -83,7 +90,7 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
         case let .transport(error): error.isTransient
         case let .statusUnacceptable(status): RetryPolicy.isRetryable(status: status)
         case .filesystem, .cancelled, .siteUnavailable: true
-        case .rejected, .filtered, .optedOut, .disallowed, .transformFailed: false
+        case .rejected, .filtered, .optedOut, .disallowed, .transformFailed, .hashMismatch: false
         }
     }
 }

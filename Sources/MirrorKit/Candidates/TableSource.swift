@@ -166,6 +166,7 @@ public final class TableSource: CandidateSource, @unchecked Sendable {  // `read
         switch row.url {
         case let .success(url):
             var candidate = Candidate(url: url, stem: FileNaming.stem(of: url), provenance: provenance, place: row.place)
+            candidate.expectedDigest = row.expectedDigest
             candidate.blurBoxes = row.blurBoxes
             return .candidate(candidate)
         case let .failure(problem):

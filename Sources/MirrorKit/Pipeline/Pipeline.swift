@@ -384,6 +384,7 @@ extension Pipeline {
             )
             request.transform = transform
             request.hasher = hasher
+            request.expectedDigest = candidate.expectedDigest
             if case let .success(boxes) = candidate.blurBoxes { request.blurBoxes = boxes }
             return request
         }

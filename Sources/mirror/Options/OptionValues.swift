@@ -57,6 +57,13 @@ extension ImageTransform.Color: ExpressibleByArgument {
     }
 }
 
+/// `--hash sha256|md5`.
+extension ExpectedDigest.Algorithm: ExpressibleByArgument {
+    public init?(argument: String) {
+        self.init(rawValue: argument.lowercased())
+    }
+}
+
 /// `--encode keep|jpeg|png|webp`.
 extension ImageTransform.Encoding: ExpressibleByArgument {}
 

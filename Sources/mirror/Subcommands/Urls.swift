@@ -47,6 +47,15 @@ struct Urls: AsyncParsableCommand {
     var keepCols: String?
 
     @Option(help: ArgumentHelp(
+        "The column holding the digest the served bytes must have (hex, any case; img2dataset's verify_hash).",
+        discussion: "A row whose image hashes otherwise fails for good (hash-mismatch) and nothing is saved; an empty value is not checked. The record keeps the saved file's SHA-256, as ever."
+    ))
+    var verifyHash: String?
+
+    @Option(help: "The digest --verify-hash's column holds: sha256 or md5.")
+    var hash: ExpectedDigest.Algorithm = .sha256
+
+    @Option(help: ArgumentHelp(
         "The column holding boxes to blur: [[x0, y0, x1, y1], …], fractions of the image (img2dataset's bbox_col, e.g. DataComp's face_bboxes).",
         discussion: "Blurred as img2dataset blurs them, after --resize and before its crop or pad; an image with boxes is encoded again even without --resize (in its own format where mirror writes it, else as --encode says). An empty value blurs nothing; a value that is not a list of at most 1,000 boxes of 4 numbers fails its row (bad-boxes) without a download. The record says how many were blurred (blurred_boxes)."
     ))
@@ -166,7 +175,7 @@ struct Urls: AsyncParsableCommand {
     }
 
     private func openTable() throws(TableError) -> TableReader {
-        var columns = TableColumns(url: urlCol, caption: captionCol, blur: blurCol)
+        var columns = TableColumns(url: urlCol, caption: captionCol, hash: verifyHash, hashAlgorithm: hash, blur: blurCol)
         columns.keep = (keepCols ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         if let clash = columns.keep.first(where: ManifestRecord.Field.reservedNames.contains) {
             throw .unreadable("--keep-cols \(clash): a record already has a field of that name; rename the column in the table")
