@@ -104,6 +104,9 @@ struct RowChecksCommandTests {
             #expect(run.status == 64, "\(option): \(run.stderr)")
             #expect(run.stderr.contains(option) && run.stderr.contains("hash"), "\(run.stderr)")
         }
+        // And --hash alone says what it is for
+        let alone = try await MirrorBinary.run(["urls", table.path, "--out", work.file("out").path, "--hash", "md5"])
+        #expect(alone.status == 64 && alone.stderr.contains("--verify-hash"), "\(alone.stderr)")
     }
 
     @Test func facesAreBlurredInTheSavedFilesAndTheRecordsSaySo() async throws {

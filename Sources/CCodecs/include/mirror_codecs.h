@@ -83,7 +83,8 @@ enum mirror_codecs_status mirror_codecs_estimate(const unsigned char *input, siz
                                                  const struct mirror_codecs_request *request, size_t *bytes, char *message,
                                                  size_t capacity);
 
-/// Decodes `input`, fits it as `request` asks and encodes it. The estimate is made again first and checked against
+/// Decodes `input`, fits it as `request` asks (blurring its boxes after the resize, before a crop or pad; `blurred_boxes`
+/// says how many had pixels to blur) and encodes it. The estimate is made again first and checked against
 /// `memory_limit`, so no decoder allocates past it.
 enum mirror_codecs_status mirror_codecs_transform(const unsigned char *input, size_t length,
                                                   const struct mirror_codecs_request *request,

@@ -52,8 +52,8 @@ struct Urls: AsyncParsableCommand {
     ))
     var verifyHash: String?
 
-    @Option(help: "The digest --verify-hash's column holds: sha256 or md5.")
-    var hash: ExpectedDigest.Algorithm = .sha256
+    @Option(help: ArgumentHelp("The digest --verify-hash's column holds: sha256 (the default) or md5.", valueName: "sha256|md5"))
+    var hash: ExpectedDigest.Algorithm?
 
     @Option(help: ArgumentHelp(
         "The column holding boxes to blur: [[x0, y0, x1, y1], …], fractions of the image (img2dataset's bbox_col, e.g. DataComp's face_bboxes).",
@@ -101,6 +101,7 @@ struct Urls: AsyncParsableCommand {
             throw ValidationError("--state-dir is for --out s3://…; a folder keeps its state in DIR/.mirror")
         }
         if folder.layout != nil, dataset.format != .folder { throw ValidationError("--layout is for --format folder: shards are files of their own") }
+        if hash != nil, verifyHash == nil { throw ValidationError("--hash says what --verify-hash's column holds: name the column with --verify-hash") }
     }
 
     func run() async throws {
@@ -175,7 +176,7 @@ struct Urls: AsyncParsableCommand {
     }
 
     private func openTable() throws(TableError) -> TableReader {
-        var columns = TableColumns(url: urlCol, caption: captionCol, hash: verifyHash, hashAlgorithm: hash, blur: blurCol)
+        var columns = TableColumns(url: urlCol, caption: captionCol, hash: verifyHash, hashAlgorithm: hash ?? .sha256, blur: blurCol)
         columns.keep = (keepCols ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         if let clash = columns.keep.first(where: ManifestRecord.Field.reservedNames.contains) {
             throw .unreadable("--keep-cols \(clash): a record already has a field of that name; rename the column in the table")
