@@ -1,6 +1,6 @@
 // libFuzzer harness for the resize path (the CCodecs target): TurboJPEG, libpng, libwebp, giflib and libvips reading
 // hostile bytes, and the C between them (the header walks and memory estimates, EXIF orientation, DCT scales, the
-// planes path, GIF frames on the screen, the fit's geometry, stb's resample, the encoders).
+// planes path, GIF frames on the screen, the fit's geometry, stb's resample, the blur of `--blur-col`, the encoders).
 //
 // Not part of Package.swift: `scripts/fuzz` builds CCodecs with `-fsanitize=fuzzer-no-link,address` and compiles this
 // with `-sanitize=fuzzer,address -parse-as-library` (the Debian libraries are not instrumented; their allocations
@@ -11,7 +11,10 @@
 // decodes only what verifies; the decoders are fuzzed past it too), bit 6 computes the PDQ hash of `--dedup near`
 // (`pdq.c`: each format's luma decode at its own scale — a JPEG straight to grey, a WebP's luma plane, a GIF's screen
 // as luma —, the memory checked against the limit first, the grid turned as EXIF says, the trimmed centres) instead of
-// the transform. Size: 1-512, so enlarging is reached.
+// the transform. Size: 1-512, so enlarging is reached. Bit 7 adds a byte after the size, and boxes after it, before the
+// body: its value mod 6 is the fit (every one, shorter-side and fixed included), bit 3 a white pad (else a colour), and
+// bits 4-7 the number of boxes to blur (0-15), each of 4 bytes, a coordinate (byte − 32) / 191 (a little outside the
+// image on both sides), so the blur's geometry, kernels and memory are reached with the resize's.
 //
 // Invariants checked besides "no trap, no memory error, no allocation past the memory limit": a success has an output
 // of positive size within the fit's box, and a failure says why. The memory limit (160 MB) is below libFuzzer's
@@ -26,11 +29,28 @@ let memoryLimit = 160 << 20
 public func fuzzCodecs(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
     guard count > 3, let start else { return 0 }
     let bytes = start.assumingMemoryBound(to: UInt8.self)
-    let fit = mirror_codecs_fit(rawValue: UInt32(bytes[0] & 3))
+    var fit = mirror_codecs_fit(rawValue: UInt32(bytes[0] & 3))
     let onlyIfBigger = bytes[0] & 0x10 != 0
     let skipsValidator = bytes[0] & 0x20 != 0
     let size = Int32((Int(bytes[1]) << 8 | Int(bytes[2])) % 512) + 1
-    let body = UnsafeRawBufferPointer(start: bytes + 3, count: count - 3)
+    var header = 3
+    var padColor: UInt32 = 0x123456
+    var boxes: [mirror_codecs_box] = []
+    if bytes[0] & 0x80 != 0 {
+        guard count > 4 else { return 0 }
+        let extra = bytes[3]
+        fit = mirror_codecs_fit(rawValue: UInt32(extra % 6))
+        if extra & 0x08 != 0 { padColor = 0xFFFFFF }
+        let boxCount = Int(extra >> 4)
+        guard count > 4 + 4 * boxCount else { return 0 }
+        let coordinate = { (index: Int) in (Float(bytes[index]) - 32) / 191 }
+        for box in 0..<boxCount {
+            let at = 4 + 4 * box
+            boxes.append(mirror_codecs_box(x0: coordinate(at), y0: coordinate(at + 1), x1: coordinate(at + 2), y1: coordinate(at + 3)))
+        }
+        header = 4 + 4 * boxCount
+    }
+    let body = UnsafeRawBufferPointer(start: bytes + header, count: count - header)
     let format: ImageFormat
     if skipsValidator {
         guard let sniffed = ImageValidator.sniff(Data(body.prefix(64))) else { return 0 }
@@ -62,15 +82,18 @@ public func fuzzCodecs(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
     let outputs = [MIRROR_CODECS_JPEG, MIRROR_CODECS_PNG, MIRROR_CODECS_WEBP]
     let selector = Int(bytes[0] >> 2 & 3)
     let output = selector < 3 ? outputs[selector] : (format == .gif || format == .bmp ? MIRROR_CODECS_PNG : input)
-    var request = mirror_codecs_request(
-        input_format: input, fit: fit, size: size, only_if_bigger: onlyIfBigger,
-        output_format: output, quality: 80, memory_limit: memoryLimit
-    )
     var estimate = 0
     var message = [CChar](repeating: 0, count: 256)
-    let estimated = mirror_codecs_estimate(body.bindMemory(to: UInt8.self).baseAddress, body.count, &request, &estimate, &message, message.count)
     var result = mirror_codecs_output()
-    let status = mirror_codecs_transform(body.bindMemory(to: UInt8.self).baseAddress, body.count, &request, &result)
+    let (estimated, status) = boxes.withUnsafeBufferPointer { corners in
+        var request = mirror_codecs_request(
+            input_format: input, fit: fit, size: size, only_if_bigger: onlyIfBigger,
+            output_format: output, quality: 80, memory_limit: memoryLimit,
+            pad_color: padColor, blur_boxes: corners.baseAddress, blur_box_count: Int32(corners.count)
+        )
+        let estimated = mirror_codecs_estimate(body.bindMemory(to: UInt8.self).baseAddress, body.count, &request, &estimate, &message, message.count)
+        return (estimated, mirror_codecs_transform(body.bindMemory(to: UInt8.self).baseAddress, body.count, &request, &result))
+    }
     if estimated == MIRROR_CODECS_OK {
         precondition(estimate > 0 && estimate <= memoryLimit, "an estimate of \(estimate) bytes passed the limit")
     }
@@ -79,6 +102,7 @@ public func fuzzCodecs(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
         if fit != MIRROR_CODECS_NONE && !onlyIfBigger {
             precondition(min(result.width, result.height) <= size, "\(result.width)x\(result.height) outside \(size)")
         }
+        precondition(result.blurred_boxes >= 0 && Int(result.blurred_boxes) <= boxes.count, "\(result.blurred_boxes) of \(boxes.count) boxes blurred")
         mirror_codecs_free(result.data)
     } else {
         precondition(result.data == nil, "a failure with an image")

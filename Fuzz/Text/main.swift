@@ -1,10 +1,10 @@
 // libFuzzer harness for the small parsers of untrusted text: URL tables (text, CSV, TSV, JSONL, gzip), file naming, name templates, cache keys,
-// Retry-After values and error-body messages.
+// Retry-After values, error-body messages and a row's boxes to blur (`--blur-col`).
 //
 // Not part of Package.swift: `scripts/fuzz` compiles it with `-sanitize=fuzzer,address -parse-as-library`
 // against MirrorKit (and MirrorTransport, for `RetryAfter`) built in `.build-fuzz` with testing enabled.
 //
-// The first byte picks the function (mod 6); the rest is its input: a table's raw bytes, or for the others the bytes
+// The first byte picks the function (mod 7); the rest is its input: a table's raw bytes, or for the others the bytes
 // decoded as UTF-8 (invalid bytes repaired). Besides "no trap", file names are checked against the promises in
 // `FileNaming`'s documentation, and tables against `TableReader`'s: rows in order, a bounded buffer, no byte replaced.
 import Foundation
@@ -34,6 +34,14 @@ func checkFileName(_ name: String, limit: Int, _ input: String) {
     }
 }
 
+/// Traps unless `boxes` keeps `BlurBoxes`' bounds.
+func checkBoxes(_ boxes: BlurBoxes) {
+    precondition(boxes.boxes.count <= BlurBoxes.maximumCount, "\(boxes.boxes.count) boxes")
+    for box in boxes.boxes {
+        for value in [box.x0, box.y0, box.x1, box.y1] { precondition((0...1).contains(value), "a corner at \(value)") }
+    }
+}
+
 let formats: [ImageFormat] = [.jpeg, .png, .gif, .webp, .bmp, .tiff, .avif, .heif]
 
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -45,7 +53,7 @@ public func fuzzText(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
     let text = String(decoding: data, as: UTF8.self)
     let format = formats[Int(selector >> 3) % formats.count]
 
-    switch selector % 6 {
+    switch selector % 7 {
     case 0:
         // A table of URLs, raw bytes (gzip when they start like it) in each format (bits 3–4 of the selector), with the
         // real bounds or (bit 5) tiny ones, so that a 4 KB input reaches the over-long row, URL, quoted field and nesting:
@@ -59,7 +67,9 @@ public func fuzzText(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
         defer { try? FileManager.default.removeItem(at: file) }
         let replacement = Data([0xEF, 0xBF, 0xBD])
         let hadReplacement = data.range(of: replacement) != nil
-        if let reader = try? TableReader(path: file.path, format: tableFormat, columns: TableColumns(), limits: limits) {
+        // JSONL rows give a digest and boxes too (fields need no header).
+        let columns = tableFormat == .jsonl ? TableColumns(hash: "sha256", blur: "boxes") : TableColumns()
+        if let reader = try? TableReader(path: file.path, format: tableFormat, columns: columns, limits: limits) {
             var position = 0
             var lastLine = 0
             while let row = try? reader.next() {
@@ -79,6 +89,7 @@ public func fuzzText(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
                     precondition(!caption.unicodeScalars.contains("\u{FFFD}"), "a byte replaced in \(caption.debugDescription)")
                 }
                 _ = row.key
+                if case let .success(boxes)? = row.blurBoxes { checkBoxes(boxes) }
                 // The buffer's capacity: the bound, and what malloc rounds a block up to (a page at most).
                 precondition(reader.peakHeldBytes <= limits.record + 4096, "held \(reader.peakHeldBytes) bytes of a row")
             }
@@ -119,6 +130,13 @@ public func fuzzText(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
         _ = ProviderFailure.delayMentioned(in: text)
         if let wait = APIResponse(status: 429, headers: ["Retry-After": text, "Date": text], body: Data()).retryAfterHint {
             precondition(wait > .zero, "non-positive hint \(wait)")
+        }
+    case 6:
+        // A box column's value: at most 1,000 boxes, each corner within the image, or a reason.
+        do throws(BlurBoxes.Malformed) {
+            checkBoxes(try BlurBoxes(parsing: data))
+        } catch {
+            precondition(!error.reason.isEmpty, "a value refused without a reason")
         }
     default:
         let secrets = ["fuzz-secret-0123456789"]

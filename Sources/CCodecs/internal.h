@@ -78,6 +78,7 @@ struct mc_geometry {
     int crop_x, crop_y, crop_width, crop_height;
     int out_width, out_height;
     int final_width, final_height;
+    int scaled_width, scaled_height;  // the whole image at the fit's scale, before a crop or a pad (where a blur runs)
 };
 
 struct mc_geometry mc_geometry_of(int width, int height, enum mirror_codecs_fit fit, int size, bool only_if_bigger);
@@ -88,8 +89,30 @@ struct mc_geometry mc_geometry_of(int width, int height, enum mirror_codecs_fit 
 int mc_resample(const unsigned char *in, int in_width, int in_height, size_t in_stride, unsigned char *out, int out_width,
                 int out_height, size_t out_stride, int channels, struct mc_error *error);
 
-/// Crops, resamples and pads `pixels` as `fit` asks.
-int mc_fit(struct mc_pixels *pixels, enum mirror_codecs_fit fit, int size, bool only_if_bigger, struct mc_error *error);
+/// Crops, resamples and pads `pixels` as the request's fit asks (the pad in its `pad_color`).
+int mc_fit(struct mc_pixels *pixels, const struct mirror_codecs_request *request, struct mc_error *error);
+
+/// As mc_fit, with the request's boxes blurred in between, in img2dataset's order: the whole image resized, blurred,
+/// then cropped or padded (so that the blur near a crop's edge sees what lies beyond it). The boxes are in the stored
+/// image's orientation, and `orientation` says how `pixels` were turned upright from it; `*blurred` says how many boxes
+/// had pixels to blur.
+int mc_fit_blurred(struct mc_pixels *pixels, const struct mirror_codecs_request *request, int orientation, int *blurred, struct mc_error *error);
+
+/// What mc_fit_blurred takes besides the decoded pixels of `width` × `height` × `channels` (the resized whole image,
+/// the resampler's and the blur's working memory, the cropped or padded result), in place of what mc_fit takes.
+size_t mc_fit_blurred_memory(int width, int height, int channels, const struct mirror_codecs_request *request);
+
+/// Whether a request asks for boxes to be blurred.
+static inline bool mc_blurs(const struct mirror_codecs_request *request) { return request->blur_boxes && request->blur_box_count > 0; }
+
+// MARK: Blur (blur.c)
+
+/// Blurs `count` boxes of `pixels` in place as img2dataset's BoundingBoxBlurrer does (blur.c); `*blurred` says how many
+/// had pixels in the image. FAILED for more than MIRROR_CODECS_MAX_BLUR_BOXES boxes or a coordinate that is not finite.
+int mc_blur(struct mc_pixels *pixels, const struct mirror_codecs_box *boxes, int count, int orientation, int *blurred, struct mc_error *error);
+
+/// The most mc_blur takes for an image of `width` × `height`, whatever its boxes and channels.
+size_t mc_blur_memory(int width, int height);
 
 /// Bytes a resample of `in_width` × … into `out_width` × … takes besides its input and output (stb's working memory).
 size_t mc_resample_memory(int in_width, int in_height, int out_width, int out_height, int channels);
@@ -192,6 +215,15 @@ struct mc_vips_header {
 int mc_vips_read_header(const unsigned char *input, size_t length, struct mc_vips_header *header, struct mc_error *error);
 int mc_vips_transform(const unsigned char *input, size_t length, const struct mirror_codecs_request *request,
                       struct mirror_codecs_output *output, struct mc_error *error);
+/// Whether libvips alone makes what `request` asks (its thumbnail: no resize, the longer side, a centre crop), rather
+/// than decoding the image whole for the codecs' C to fit (mc_vips_decode).
+bool mc_vips_fits_alone(const struct mirror_codecs_request *request);
+/// Decodes the whole image through libvips, turned upright, into `pixels`: RGB, or RGBA when `keep_alpha` and it has
+/// alpha (through an uncompressed PNG in memory, which the codecs' PNG decoder reads: CMYK and 16-bit converted).
+int mc_vips_decode(const unsigned char *input, size_t length, bool keep_alpha, struct mc_pixels *pixels, struct mc_error *error);
+/// Encodes `pixels` as `format` through libvips (TIFF, HEIF, AVIF), by way of a PNG in memory.
+int mc_vips_encode(const struct mc_pixels *pixels, enum mirror_codecs_format format, int quality, struct mirror_codecs_output *output,
+                   struct mc_error *error);
 
 // MARK: Plans (transform.c)
 

@@ -284,7 +284,7 @@ struct mc_pdq_plan {
 
 /// The libvips request of the rare formats: shrunk to PDQ_VIPS_SIDE on the longer side, as a PNG.
 static struct mirror_codecs_request mc_pdq_vips_request(enum mirror_codecs_format format, size_t memory_limit) {
-    struct mirror_codecs_request request = {format, MIRROR_CODECS_KEEP_RATIO, PDQ_VIPS_SIDE, 1, MIRROR_CODECS_PNG, 90, memory_limit};
+    struct mirror_codecs_request request = {format, MIRROR_CODECS_LONGER_SIDE, PDQ_VIPS_SIDE, 1, MIRROR_CODECS_PNG, 90, memory_limit, 0, NULL, 0};
     return request;
 }
 

@@ -29,7 +29,6 @@ static struct {
     unsigned long (*format_sizeof)(int format);
     int (*autorot)(VipsImage *in, VipsImage **out, ...);
     int (*thumbnail_buffer)(void *buffer, size_t length, VipsImage **out, int width, ...);
-    int (*gravity)(VipsImage *in, VipsImage **out, int direction, int width, int height, ...);
     int (*image_write_to_buffer)(VipsImage *in, const char *suffix, void **buffer, size_t *length, ...);
     void (*g_object_unref)(void *object);
     void (*g_free)(void *memory);
@@ -39,8 +38,6 @@ static struct {
 enum { MC_VIPS_ACCESS_SEQUENTIAL = 1 };
 enum { MC_VIPS_INTERESTING_NONE = 0, MC_VIPS_INTERESTING_CENTRE = 1 };
 enum { MC_VIPS_SIZE_BOTH = 0, MC_VIPS_SIZE_DOWN = 2 };
-enum { MC_VIPS_EXTEND_BLACK = 0 };
-enum { MC_VIPS_COMPASS_DIRECTION_CENTRE = 0 };
 enum { MC_VIPS_FAIL_ON_ERROR = 2 };  // VipsFailOn: none, truncated, error, warning
 
 static pthread_once_t mc_vips_once = PTHREAD_ONCE_INIT;
@@ -73,7 +70,6 @@ static void mc_vips_start(void) {
     MC_VIPS_BIND(format_sizeof, "vips_format_sizeof")
     MC_VIPS_BIND(autorot, "vips_autorot")
     MC_VIPS_BIND(thumbnail_buffer, "vips_thumbnail_buffer")
-    MC_VIPS_BIND(gravity, "vips_gravity")
     MC_VIPS_BIND(image_write_to_buffer, "vips_image_write_to_buffer")
     MC_VIPS_BIND(g_object_unref, "g_object_unref")
     MC_VIPS_BIND(g_free, "g_free")
@@ -139,33 +135,50 @@ static void mc_vips_saver(enum mirror_codecs_format format, int quality, char *s
     }
 }
 
+bool mc_vips_fits_alone(const struct mirror_codecs_request *request) {
+    return !mc_blurs(request)
+           && (request->fit == MIRROR_CODECS_NONE || request->fit == MIRROR_CODECS_LONGER_SIDE || request->fit == MIRROR_CODECS_CENTER_CROP);
+}
+
+/// Copies libvips' buffer into one from malloc (mirror_codecs_free is free(); libvips' buffer is g_malloc'd, which is
+/// malloc since GLib 2.46, but copy to be plain) as `output`'s data.
+static int mc_vips_output(void *buffer, size_t size, int width, int height, struct mirror_codecs_output *output, struct mc_error *error) {
+    output->data = malloc(size);
+    if (output->data) memcpy(output->data, buffer, size);
+    mc_vips.g_free(buffer);
+    if (!output->data) return mc_fail(error, MIRROR_CODECS_FAILED, "out of memory for the encoded image");
+    output->length = size;
+    output->width = width;
+    output->height = height;
+    return 0;
+}
+
+/// The whole image as loaded, turned upright; MALFORMED when it does not load.
+static int mc_vips_load_upright(const unsigned char *input, size_t length, VipsImage **image, struct mc_error *error) {
+    // Truncated and corrupt images fail instead of coming out grey (libvips' default tolerates them).
+    VipsImage *loaded = mc_vips.image_new_from_buffer(input, length, "", "access", MC_VIPS_ACCESS_SEQUENTIAL,
+                                                      "fail_on", MC_VIPS_FAIL_ON_ERROR, NULL);
+    if (!loaded) return mc_vips_fail(error, MIRROR_CODECS_MALFORMED, "libvips cannot read the image");
+    int rotated = mc_vips.autorot(loaded, image, NULL);
+    mc_vips.g_object_unref(loaded);
+    if (rotated != 0) return mc_vips_fail(error, MIRROR_CODECS_MALFORMED, "libvips cannot read the image");
+    return 0;
+}
+
 int mc_vips_transform(const unsigned char *input, size_t length, const struct mirror_codecs_request *request,
                       struct mirror_codecs_output *output, struct mc_error *error) {
+    if (!mc_vips_fits_alone(request)) return mc_fail(error, MIRROR_CODECS_FAILED, "libvips does not fit %d alone", request->fit);
     int status = mc_vips_ready(error);
     if (status != 0) return status;
     VipsImage *image = NULL;
-    // Truncated and corrupt images fail instead of coming out grey (libvips' default tolerates them).
     if (request->fit == MIRROR_CODECS_NONE) {
-        VipsImage *loaded = mc_vips.image_new_from_buffer(input, length, "", "access", MC_VIPS_ACCESS_SEQUENTIAL,
-                                                          "fail_on", MC_VIPS_FAIL_ON_ERROR, NULL);
-        if (!loaded) return mc_vips_fail(error, MIRROR_CODECS_MALFORMED, "libvips cannot read the image");
-        int rotated = mc_vips.autorot(loaded, &image, NULL);
-        mc_vips.g_object_unref(loaded);
-        if (rotated != 0) return mc_vips_fail(error, MIRROR_CODECS_MALFORMED, "libvips cannot read the image");
-    } else {
-        if (mc_vips.thumbnail_buffer((void *)input, length, &image, request->size, "height", request->size,
-                                     "crop", request->fit == MIRROR_CODECS_CENTER_CROP ? MC_VIPS_INTERESTING_CENTRE : MC_VIPS_INTERESTING_NONE,
-                                     "size", request->only_if_bigger ? MC_VIPS_SIZE_DOWN : MC_VIPS_SIZE_BOTH,
-                                     "option_string", "fail_on=error", NULL) != 0)
-            return mc_vips_fail(error, MIRROR_CODECS_MALFORMED, "libvips cannot read the image");
-        if (request->fit == MIRROR_CODECS_PAD && (mc_vips.image_get_width(image) != request->size || mc_vips.image_get_height(image) != request->size)) {
-            VipsImage *padded = NULL;
-            int rc = mc_vips.gravity(image, &padded, MC_VIPS_COMPASS_DIRECTION_CENTRE, request->size, request->size,
-                                     "extend", MC_VIPS_EXTEND_BLACK, NULL);
-            mc_vips.g_object_unref(image);
-            if (rc != 0) return mc_vips_fail(error, MIRROR_CODECS_FAILED, "libvips cannot pad the image");
-            image = padded;
-        }
+        status = mc_vips_load_upright(input, length, &image, error);
+        if (status != 0) return status;
+    } else if (mc_vips.thumbnail_buffer((void *)input, length, &image, request->size, "height", request->size,
+                                        "crop", request->fit == MIRROR_CODECS_CENTER_CROP ? MC_VIPS_INTERESTING_CENTRE : MC_VIPS_INTERESTING_NONE,
+                                        "size", request->only_if_bigger ? MC_VIPS_SIZE_DOWN : MC_VIPS_SIZE_BOTH,
+                                        "option_string", "fail_on=error", NULL) != 0) {
+        return mc_vips_fail(error, MIRROR_CODECS_MALFORMED, "libvips cannot read the image");
     }
     char saver[64];
     mc_vips_saver(request->output_format, request->quality, saver, sizeof saver);
@@ -176,13 +189,46 @@ int mc_vips_transform(const unsigned char *input, size_t length, const struct mi
     int rc = mc_vips.image_write_to_buffer(image, saver, &buffer, &size, NULL);
     mc_vips.g_object_unref(image);
     if (rc != 0) return mc_vips_fail(error, MIRROR_CODECS_MALFORMED, "libvips cannot decode or encode the image");
-    // mirror_codecs_free is free(); libvips' buffer is g_malloc'd, which is malloc since GLib 2.46, but copy to be plain.
-    output->data = malloc(size);
-    if (output->data) memcpy(output->data, buffer, size);
+    return mc_vips_output(buffer, size, width, height, output, error);
+}
+
+int mc_vips_decode(const unsigned char *input, size_t length, bool keep_alpha, struct mc_pixels *pixels, struct mc_error *error) {
+    int status = mc_vips_ready(error);
+    if (status != 0) return status;
+    VipsImage *image = NULL;
+    status = mc_vips_load_upright(input, length, &image, error);
+    if (status != 0) return status;
+    // Uncompressed: the PNG only carries the pixels from libvips to libpng (pngsave turns CMYK into RGB on the way).
+    void *buffer = NULL;
+    size_t size = 0;
+    int rc = mc_vips.image_write_to_buffer(image, ".png[compression=0,strip]", &buffer, &size, NULL);
+    mc_vips.g_object_unref(image);
+    if (rc != 0) return mc_vips_fail(error, MIRROR_CODECS_MALFORMED, "libvips cannot decode the image");
+    status = mc_png_decode(buffer, size, keep_alpha, pixels, error);
     mc_vips.g_free(buffer);
-    if (!output->data) return mc_fail(error, MIRROR_CODECS_FAILED, "out of memory for the encoded image");
-    output->length = size;
-    output->width = width;
-    output->height = height;
-    return 0;
+    return status;
+}
+
+int mc_vips_encode(const struct mc_pixels *pixels, enum mirror_codecs_format format, int quality, struct mirror_codecs_output *output,
+                   struct mc_error *error) {
+    int status = mc_vips_ready(error);
+    if (status != 0) return status;
+    struct mirror_codecs_output png;
+    memset(&png, 0, sizeof png);
+    status = mc_encode(pixels, MIRROR_CODECS_PNG, 0, &png, error);
+    if (status != 0) return status;
+    VipsImage *image = mc_vips.image_new_from_buffer(png.data, png.length, "", "access", MC_VIPS_ACCESS_SEQUENTIAL, NULL);
+    if (!image) {
+        free(png.data);
+        return mc_vips_fail(error, MIRROR_CODECS_FAILED, "libvips cannot read back the pixels");
+    }
+    char saver[64];
+    mc_vips_saver(format, quality, saver, sizeof saver);
+    void *buffer = NULL;
+    size_t size = 0;
+    int rc = mc_vips.image_write_to_buffer(image, saver, &buffer, &size, NULL);
+    mc_vips.g_object_unref(image);
+    free(png.data);  // libvips read it as the saver pulled it, not after
+    if (rc != 0) return mc_vips_fail(error, MIRROR_CODECS_FAILED, "libvips cannot encode the image");
+    return mc_vips_output(buffer, size, pixels->width, pixels->height, output, error);
 }

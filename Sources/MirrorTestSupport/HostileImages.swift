@@ -96,6 +96,19 @@ public enum HostileImages {
         }
     }
 
+    /// A PNG decoded by libpng's simplified API: RGB, or RGBA when it has alpha; `nil` when it does not decode.
+    public static func decodePNG(_ data: Data) -> (width: Int, height: Int, channels: Int, pixels: [UInt8])? {
+        var image = png_image()
+        image.version = UInt32(PNG_IMAGE_VERSION)
+        let begun = data.withUnsafeBytes { png_image_begin_read_from_memory(&image, $0.baseAddress, $0.count) }
+        guard begun != 0 else { return nil }
+        let channels = image.format & UInt32(PNG_FORMAT_FLAG_ALPHA) != 0 ? 4 : 3
+        image.format = UInt32(channels == 4 ? PNG_FORMAT_FLAG_COLOR | PNG_FORMAT_FLAG_ALPHA : PNG_FORMAT_FLAG_COLOR)
+        var pixels = [UInt8](repeating: 0, count: Int(image.width * image.height) * channels)
+        guard png_image_finish_read(&image, nil, &pixels, 0, nil) != 0 else { return nil }
+        return (Int(image.width), Int(image.height), channels, pixels)
+    }
+
     /// The mean of a JPEG's samples, decoded to RGB, or `nil` when it does not decode.
     public static func meanGrey(ofJPEG data: Data) -> Double? {
         guard let pixels = decodeJPEG(data)?.rgb else { return nil }

@@ -164,7 +164,7 @@ struct ProviderChainTests: EmulatedSearch {
         ("license_url", "string", true), ("width", "integer", false), ("height", "integer", false), ("bytes", "integer", false),
         ("sha256", "string", false), ("format", "string", false), ("query", "string", true), ("fetched_at", "string", false),
         ("key", "string", true), ("caption", "string", true), ("label", "string", true), ("original_width", "integer", false),
-        ("original_height", "integer", false), ("original_format", "string", false), ("original_bytes", "integer", false),
+        ("original_height", "integer", false), ("original_format", "string", false), ("original_bytes", "integer", false), ("blurred_boxes", "integer", true),
         ("pdq", "string", true), ("pdq_quality", "integer", true), ("pdq_trimmed", "array of strings", true),
         ("pdq_version", "integer", true), ("purpose", "string", true), ("generated", "boolean", false), ("source_type", "string", true),
         ("source_type_from", "string", true), ("c2pa", "boolean", false), ("opt_outs_ignored", "array of strings", true),

@@ -22,12 +22,24 @@ enum mirror_codecs_format {
     MIRROR_CODECS_AVIF = 7,
 };
 
-/// How an image is fitted into size × size.
+/// How an image is fitted into size × size (img2dataset's `resize_mode` names in brackets).
 enum mirror_codecs_fit {
-    MIRROR_CODECS_KEEP_RATIO = 0,   // the longer side becomes `size`
-    MIRROR_CODECS_CENTER_CROP = 1,  // the shorter side becomes `size`, the rest cropped around the centre
-    MIRROR_CODECS_PAD = 2,          // keep-ratio, then padded with black to size × size
-    MIRROR_CODECS_NONE = 3,         // no resize (re-encode only)
+    MIRROR_CODECS_LONGER_SIDE = 0,   // the longer side becomes `size` (keep_ratio_largest)
+    MIRROR_CODECS_CENTER_CROP = 1,   // the shorter side becomes `size`, the rest cropped around the centre (center_crop)
+    MIRROR_CODECS_PAD = 2,           // the longer side becomes `size`, then padded with `pad_color` to size × size (border)
+    MIRROR_CODECS_NONE = 3,          // no resize (re-encode only)
+    MIRROR_CODECS_SHORTER_SIDE = 4,  // the shorter side becomes `size` (keep_ratio)
+    MIRROR_CODECS_FIXED = 5,         // stretched to size × size, the aspect not kept
+};
+
+/// The most boxes one image may ask to blur: a row's list is the table's, and each box costs a pass over its rows.
+#define MIRROR_CODECS_MAX_BLUR_BOXES 1000
+
+/// A box to blur, `[x0, y0, x1, y1]` as fractions of the image's width and height (img2dataset's default
+/// `bbox_format`, "albumentations"), in the image's stored orientation: a JPEG turned upright by its EXIF orientation
+/// has its boxes turned with it. Coordinates are clamped to 0-1; a box with no area inside the image blurs nothing.
+struct mirror_codecs_box {
+    float x0, y0, x1, y1;
 };
 
 /// How a call ended.
@@ -46,10 +58,13 @@ struct mirror_codecs_request {
     enum mirror_codecs_format input_format;   // as served
     enum mirror_codecs_fit fit;
     int size;                                 // the box's side, in pixels (1 or more)
-    bool only_if_bigger;                      // a smaller image is kept at its size (and only padded)
+    bool only_if_bigger;                      // a smaller image is kept at its size (and only cropped or padded)
     enum mirror_codecs_format output_format;  // JPEG, PNG or WebP through the codecs; TIFF, HEIF or AVIF through libvips
     int quality;                              // JPEG, WebP, HEIF and AVIF quality, 1-100
     size_t memory_limit;                      // bytes the transform may take at most (0: no limit)
+    unsigned pad_color;                       // what MIRROR_CODECS_PAD fills with, 0xRRGGBB (opaque)
+    const struct mirror_codecs_box *blur_boxes;  // boxes to blur after the resize, before a crop or pad; NULL for none
+    int blur_box_count;                       // how many, 0 to MIRROR_CODECS_MAX_BLUR_BOXES
 };
 
 /// What a transform made, or why it made nothing.
@@ -57,6 +72,7 @@ struct mirror_codecs_output {
     unsigned char *data;   // the encoded image, to free with mirror_codecs_free; NULL on failure
     size_t length;
     int width, height;
+    int blurred_boxes;     // the boxes that covered part of the image, and were blurred
     char message[256];     // why, when the status is not OK
 };
 
@@ -67,7 +83,8 @@ enum mirror_codecs_status mirror_codecs_estimate(const unsigned char *input, siz
                                                  const struct mirror_codecs_request *request, size_t *bytes, char *message,
                                                  size_t capacity);
 
-/// Decodes `input`, fits it as `request` asks and encodes it. The estimate is made again first and checked against
+/// Decodes `input`, fits it as `request` asks (blurring its boxes after the resize, before a crop or pad; `blurred_boxes`
+/// says how many had pixels to blur) and encodes it. The estimate is made again first and checked against
 /// `memory_limit`, so no decoder allocates past it.
 enum mirror_codecs_status mirror_codecs_transform(const unsigned char *input, size_t length,
                                                   const struct mirror_codecs_request *request,

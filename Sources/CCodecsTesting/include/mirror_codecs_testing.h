@@ -13,7 +13,8 @@ int mirror_codecs_jpeg_orientation(const unsigned char *data, size_t length);
 long mirror_codecs_sweep_resampler(int first_in, int last_in, int max_out, char *message, size_t capacity);
 
 /// Computes the transform's geometry for every source of `first_width`-`last_width` × 1-`max_height` pixels, every
-/// fit, every size from 1 to `max_size`, with and without only-if-bigger: as packed pixels (the RGB path) and as the
+/// fit (a stretch from square sources only: it scales each axis alone), every size from 1 to `max_size`, with and
+/// without only-if-bigger: as packed pixels (the RGB path) and as the
 /// JPEG planes of every subsampling decoded at that size (every size, not only those a DCT scale gives). Counts the
 /// geometries that crop outside their image or plane, miss the box, or ask the resampler for anything outside
 /// 1-`max_in` to 1-`max_out` pixels (`geometries` says how many were computed). Returns the failures (the first in

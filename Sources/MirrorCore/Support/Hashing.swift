@@ -22,9 +22,19 @@ package func sha256Hex(_ string: String) -> String {
 /// - Returns: The hex digest of the file's bytes.
 /// - Throws: The `FileHandle` error when the file cannot be opened or read.
 package func sha256Hex(fileAt url: URL) throws -> String {
+    try digestHex(of: url, SHA256())
+}
+
+/// The MD5 digest of the file at `url`, as 32 lowercase hex digits, read as ``sha256Hex(fileAt:)`` reads it (a row's
+/// `--verify-hash` with `--hash md5`, for a download the disk cache had).
+package func md5Hex(fileAt url: URL) throws -> String {
+    try digestHex(of: url, Insecure.MD5())
+}
+
+private func digestHex(of url: URL, _ function: some HashFunction) throws -> String {
     let handle = try FileHandle(forReadingFrom: url)
     defer { try? handle.close() }
-    var hasher = SHA256()
+    var hasher = function
     let chunkSize = 1 << 20
     while let chunk = try handle.read(upToCount: chunkSize), !chunk.isEmpty {
         hasher.update(data: chunk)

@@ -47,6 +47,13 @@ struct DownloadContext: Sendable {
             AtomicFile.remove(destination)
             return nil
         }
+        if let expected = request.expectedDigest {
+            let served = expected.algorithm == .md5 ? (try? md5Hex(fileAt: destination)) ?? "" : entry.sha256
+            if !expected.matches(served) {
+                AtomicFile.remove(destination)
+                return .failed(.hashMismatch(expected: expected, served: served), retryable: false, retryAfter: nil, throttled: false)
+            }
+        }
         if let reason = request.filter?.rejection(for: info) {
             AtomicFile.remove(destination)
             return .failed(.filtered(reason), retryable: false, retryAfter: nil, throttled: false)

@@ -25,8 +25,10 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
     /// assume complete disallow for now, so it was not fetched. `reason` is its key (`robots-unavailable`, or the
     /// network failure's: `dns`, `tls`, …); `transient` says whether a later run asks again.
     case siteUnavailable(String, reason: String, transient: Bool)
-    /// The image was verified, but the run's transform (`--resize`, `--encode`) could not make it.
+    /// The image was verified, but the run's transform (`--resize`, `--encode`, `--blur-col`) could not make it.
     case transformFailed(ImageTransform.Failure)
+    /// The served bytes do not hash to what the row says (`--verify-hash`): `served` is their digest, lowercase hex.
+    case hashMismatch(expected: ExpectedDigest, served: String)
     /// Cancelled before it finished.
     case cancelled
 
@@ -41,6 +43,10 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
         case let .disallowed(reservation): reservation.message
         case let .siteUnavailable(message, _, _): message
         case let .transformFailed(failure): failure.description
+        case let .hashMismatch(expected, served):
+            expected.hex.count == expected.algorithm.hexLength && expected.hex.allSatisfy(\.isHexDigit)
+                ? "the served bytes' \(expected.algorithm.rawValue) is \(served), not the row's \(expected.hex)"
+                : "the row's \(expected.algorithm.rawValue) is not \(expected.algorithm.hexLength) hex digits (\(expected.hex.prefix(80))): no bytes match it"
         case .cancelled: "cancelled"
         }
     }
@@ -74,6 +80,7 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
         case .disallowed: RowOutcome.Status.disallowed.rawValue
         case let .siteUnavailable(_, reason, _): reason
         case let .transformFailed(failure): failure.reasonKey
+        case .hashMismatch: "hash-mismatch"
         case .cancelled: "cancelled"
         }
     }
@@ -85,7 +92,7 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
         case let .statusUnacceptable(status): RetryPolicy.isRetryable(status: status)
         case .filesystem, .cancelled: true
         case let .siteUnavailable(_, _, transient): transient
-        case .rejected, .filtered, .optedOut, .disallowed, .transformFailed: false
+        case .rejected, .filtered, .optedOut, .disallowed, .transformFailed, .hashMismatch: false
         }
     }
 }

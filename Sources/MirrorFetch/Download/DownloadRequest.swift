@@ -25,6 +25,12 @@ public struct DownloadRequest: Sendable {
     /// Hashes what a verified image looks like (`--dedup near`), on the download's slot and before any transform (the
     /// picture as served is what near-duplicates are judged by); nil for no hash.
     package var hasher: PerceptualHasher?
+    /// What the served bytes must hash to (`--verify-hash`): a verified image that does not fails
+    /// ``DownloadError/hashMismatch(expected:served:)``; nil checks nothing.
+    public var expectedDigest: ExpectedDigest?
+    /// Boxes to blur before the image is saved (`--blur-col`), as the ``transform`` runs (an image with boxes is decoded
+    /// and encoded again even when the transform is otherwise none); nil when the source has no boxes to give.
+    public var blurBoxes: BlurBoxes?
 
     public init(url: URL, directory: URL, filter: ImageFilter? = nil, consent: ConsentPolicy? = nil, site: SiteGate? = nil) {
         self.url = url

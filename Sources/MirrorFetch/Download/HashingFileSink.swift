@@ -43,6 +43,8 @@ final class HashingFileSink: TransferSink, @unchecked Sendable {
 
     private let descriptor: Int32
     private var hasher = SHA256()
+    /// MD5 too, only when a row's digest asks for it (`--verify-hash` with `--hash md5`).
+    private var md5: Insecure.MD5?
     private var head = Data()
     private var decided = false
     /// The buffer (`pool.size` bytes, taken with the first chunk); bytes `0..<count` are valid.
@@ -65,10 +67,11 @@ final class HashingFileSink: TransferSink, @unchecked Sendable {
     /// Where buffers come from and go back to; its size is this sink's in-memory limit.
     private let pool: BufferPool
 
-    init(descriptor: Int32, folder: String = "a folder", pool: BufferPool) {
+    init(descriptor: Int32, folder: String = "a folder", pool: BufferPool, hashesMD5: Bool = false) {
         self.pool = pool
         self.descriptor = descriptor
         self.folder = folder
+        md5 = hashesMD5 ? Insecure.MD5() : nil
     }
 
     deinit {
@@ -88,6 +91,7 @@ final class HashingFileSink: TransferSink, @unchecked Sendable {
             }
         }
         hasher.update(bufferPointer: chunk)
+        md5?.update(bufferPointer: chunk)
         written += Int64(chunk.count)
         var rest = chunk
         while !rest.isEmpty {
@@ -141,6 +145,11 @@ final class HashingFileSink: TransferSink, @unchecked Sendable {
     /// The SHA-256 of everything written, lowercase hex.
     package func digest() -> String {
         hasher.finalize().hexString
+    }
+
+    /// The MD5 of everything written, lowercase hex; nil unless the sink was made to hash it.
+    package func md5Digest() -> String? {
+        md5?.finalize().hexString
     }
 
     private static func rejection(for head: Data) -> ImageRejection {

@@ -109,7 +109,9 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
             end(.failed(.filesystem(error), retryable: false, retryAfter: nil, throttled: false))
             return
         }
-        let sink = HashingFileSink(descriptor: temporary.descriptor, folder: request.directory.path, pool: context.buffers)
+        let sink = HashingFileSink(
+            descriptor: temporary.descriptor, folder: request.directory.path, pool: context.buffers, hashesMD5: request.expectedDigest?.algorithm == .md5
+        )
         var transferRequest = context.transferTemplate
         transferRequest.url = request.url
         transferRequest.destination = .sink(sink)
@@ -131,7 +133,7 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
             outcome = .verified(hasher.apply(to: image))
         }
         if case let .verified(image) = outcome, let transform = request.transform, !isCancelled {
-            switch transform.apply(to: image) {
+            switch transform.apply(to: image, blurring: request.blurBoxes) {
             case let .success(transformed): outcome = .verified(transformed)
             case let .failure(error): outcome = .failed(error, retryable: false, retryAfter: nil, throttled: false)
             }
@@ -209,6 +211,14 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
         } catch {
             return .failed(.filesystem(FileError(operation: "read", path: temporary.url.path, code: EIO)), retryable: false, retryAfter: nil, throttled: false)
         }
+        // The row's digest, once the bytes are known to be a whole image (a body cut short is `truncated`, and retried).
+        let sha256 = sink.digest()
+        if let expected = request.expectedDigest {
+            let served = expected.algorithm == .md5 ? sink.md5Digest() ?? "" : sha256
+            if !expected.matches(served) {
+                return .failed(.hashMismatch(expected: expected, served: served), retryable: false, retryAfter: nil, throttled: false)
+            }
+        }
         if let reason = request.filter?.rejection(for: info) {
             return .failed(.filtered(reason), retryable: false, retryAfter: nil, throttled: false)
         }
@@ -225,7 +235,7 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
             temporaryFile: temporary.url,
             info: info,
             bytes: sink.written,
-            sha256: sink.digest(),
+            sha256: sha256,
             source: .none,
             attempts: attempt,
             fetchedAt: Date()

@@ -21,6 +21,11 @@ public struct Candidate: Sendable, Hashable {
     public var reportedMIMEType: String?
     /// Where the source found it (`row 14`, `line 3`), for messages; `nil` for a search result.
     public var place: String?
+    /// What the served bytes must hash to (a table's `--verify-hash` column), or `nil`.
+    public var expectedDigest: ExpectedDigest?
+    /// The boxes to blur (a table's `--blur-col` column), why its value gives none (the row then fails `bad-boxes`
+    /// before any download), or `nil` when the source gives no boxes.
+    public var blurBoxes: Result<BlurBoxes, BlurBoxes.Malformed>?
 
     /// Creates a candidate; the reported dimensions and type default to unknown.
     public init(

@@ -74,6 +74,9 @@ public final class TableSource: CandidateSource, @unchecked Sendable {  // `read
     /// Rows read and rows taken so far.
     public var share: ShareTally { state.withLock { $0.tally } }
 
+    /// Whether its rows give boxes to blur (`--blur-col`).
+    public var blursBoxes: Bool { reader.columns.blur != nil }
+
     public func next() async throws -> SourceItem? {
         if let ready = try state.withLock({ try $0.take() }) { return ready }
         return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<SourceItem?, any Error>) in
@@ -162,7 +165,10 @@ public final class TableSource: CandidateSource, @unchecked Sendable {  // `read
         let provenance = ImageProvenance(key: row.key, caption: row.caption, columns: row.columns)
         switch row.url {
         case let .success(url):
-            return .candidate(Candidate(url: url, stem: FileNaming.stem(of: url), provenance: provenance, place: row.place))
+            var candidate = Candidate(url: url, stem: FileNaming.stem(of: url), provenance: provenance, place: row.place)
+            candidate.expectedDigest = row.expectedDigest
+            candidate.blurBoxes = row.blurBoxes
+            return .candidate(candidate)
         case let .failure(problem):
             return .badRow(BadRow(provenance: provenance, reason: problem.reason, place: row.place))
         }

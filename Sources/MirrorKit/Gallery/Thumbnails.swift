@@ -17,7 +17,7 @@ public struct Thumbnails: Sendable {
     public init(root: URL, size: Int = 256) {
         directory = root.appendingPathComponent(".mirror/thumbs", isDirectory: true)
         self.size = size
-        transform = ImageTransform(fit: .keepRatio, size: size, onlyIfBigger: true, encoding: .jpeg, quality: 80)
+        transform = ImageTransform(fit: .longerSide, size: size, onlyIfBigger: true, encoding: .jpeg, quality: 80)
     }
 
     /// The thumbnail's file name for an item.

@@ -66,6 +66,7 @@ public struct URLListJob: Sendable {
         pipeline.consent = configuration.consent
         pipeline.readsSiteFiles = configuration.readsSiteFiles
         pipeline.transform = configuration.transform
+        pipeline.blursBoxes = table.blursBoxes
         pipeline.deduplication = configuration.deduplication
         // The run's URL set moves to a scratch file once it is large, so memory does not grow with the table: in the
         // copy's own state folder when the job runs as N copies (copies on one machine never touch each other's).

@@ -50,6 +50,10 @@ public struct Pipeline: Sendable {
         public var readsSiteFiles = false
         /// How saved images are resized and re-encoded; `nil` (the default) keeps the bytes as served.
         public var transform: ImageTransform?
+        /// Whether candidates may carry boxes to blur (a table's `--blur-col`): images with boxes are then decoded,
+        /// blurred and encoded again (as ``transform`` says, or in the format served) even when nothing else would be.
+        /// Default false.
+        public var blursBoxes = false
         /// What the sink takes for a duplicate (`--dedup`); with ``Deduplication/near`` every verified image is hashed
         /// (PDQ) on its download's slot, for the sink to compare. Default ``Deduplication/exact``. The sink must be
         /// made with the same.
@@ -191,6 +195,9 @@ public struct Pipeline: Sendable {
         )
     }
 
+    /// The failure key of a row whose boxes to blur do not read (``Candidate/blurBoxes``).
+    public static let badBoxesReason = "bad-boxes"
+
     /// Why the source's report of a candidate already rules it out, before any download.
     func earlyRejection(_ candidate: Candidate) -> String? {
         configuration.filter?.rejection(
@@ -237,7 +244,8 @@ extension Pipeline {
             self.source = source
             self.site = site
             self.onEvent = onEvent
-            let configured = pipeline.configuration.transform.flatMap { $0.isIdentity ? nil : $0 }
+            let blurs = pipeline.configuration.blursBoxes
+            let configured = pipeline.configuration.transform.flatMap { $0.isIdentity && !blurs ? nil : $0 } ?? (blurs ? ImageTransform() : nil)
             let decodes = configured != nil || pipeline.configuration.deduplication.nearPolicy != nil
             let memoryLimit = configured?.memoryLimit ?? ImageTransform.defaultMemoryLimit
             let budget = decodes ? DecodeBudget(capacity: memoryLimit) : nil
@@ -288,6 +296,11 @@ extension Pipeline {
             }
             if let reason = pipeline.earlyRejection(candidate) {
                 end(candidate, as: .filtered(reason))
+                return false
+            }
+            if case let .failure(malformed) = candidate.blurBoxes {
+                // Its image could not be saved without the faces the row asks to hide: not fetched, failed for good.
+                end(candidate, as: .failed(reason: Pipeline.badBoxesReason, message: "its boxes to blur do not read: \(malformed)", isTransient: false))
                 return false
             }
             return true
@@ -367,6 +380,8 @@ extension Pipeline {
             )
             request.transform = transform
             request.hasher = hasher
+            request.expectedDigest = candidate.expectedDigest
+            if case let .success(boxes) = candidate.blurBoxes { request.blurBoxes = boxes }
             return request
         }
 

@@ -57,6 +57,8 @@ public struct ManifestRecord: Decodable, Sendable, Hashable {
     public var originalFormat: String
     /// The size in bytes as served.
     public var originalBytes: Int64
+    /// How many of the row's boxes were blurred (`--blur-col`; 0 when it gave none), or `nil` when the run blurs none.
+    public var blurredBoxes: Int?
     /// What the image looks like: the PDQ hash of the download, 64 hex digits (`--dedup near`), or `nil` when it was
     /// not hashed.
     public var pdq: String?
@@ -97,6 +99,7 @@ public struct ManifestRecord: Decodable, Sendable, Hashable {
         case originalHeight = "original_height"
         case originalFormat = "original_format"
         case originalBytes = "original_bytes"
+        case blurredBoxes = "blurred_boxes"
         case pdq
         case pdqQuality = "pdq_quality"
         case pdqTrimmed = "pdq_trimmed"
@@ -154,6 +157,7 @@ public struct ManifestRecord: Decodable, Sendable, Hashable {
             Field(.originalHeight, type: .integer, meaning: "height as served, before `--resize`"),
             Field(.originalFormat, type: .string, meaning: "the format as served (`png` for a PNG stored as JPEG)"),
             Field(.originalBytes, type: .integer, meaning: "the size as served, in bytes"),
+            Field(.blurredBoxes, type: .integer, nullWhen: "no `--blur-col`", meaning: "how many of the row's boxes were blurred (0 when it gave none)"),
             Field(.pdq, type: .string, nullWhen: "not hashed (`--dedup exact` or `none`, or not decodable)", meaning: "what the image looks like: its PDQ hash as served, 64 hex digits"),
             Field(.pdqQuality, type: .integer, nullWhen: "not hashed", meaning: "PDQ's quality of that hash, 0-100 (under 50: matched within 26 bits rather than 31; 0, a flat image: never)"),
             Field(.pdqTrimmed, type: .strings, nullWhen: "not hashed", meaning: "PDQ hashes of its centre without 1.5, 3 and 4.5 % of each border (copies trimmed at the edges match one)"),
@@ -182,7 +186,7 @@ public struct ManifestRecord: Decodable, Sendable, Hashable {
         title: String? = nil, creator: String? = nil, license: String? = nil, licenseURL: String? = nil,
         width: Int, height: Int, bytes: Int64, sha256: String, format: String, query: String? = nil, fetchedAt: Date,
         key: String? = nil, caption: String? = nil, label: String? = nil, originalWidth: Int? = nil, originalHeight: Int? = nil,
-        originalFormat: String? = nil, originalBytes: Int64? = nil, pdq: PerceptualHash? = nil, pdqTrimmed: [SIMD4<UInt64>] = [],
+        originalFormat: String? = nil, originalBytes: Int64? = nil, blurredBoxes: Int? = nil, pdq: PerceptualHash? = nil, pdqTrimmed: [SIMD4<UInt64>] = [],
         declarations: ImageDeclarations = ImageDeclarations(), columns: [KeptColumn] = []
     ) {
         self.file = file
@@ -209,6 +213,7 @@ public struct ManifestRecord: Decodable, Sendable, Hashable {
         self.originalHeight = originalHeight ?? height
         self.originalFormat = originalFormat ?? format
         self.originalBytes = originalBytes ?? bytes
+        self.blurredBoxes = blurredBoxes
         self.pdq = pdq?.hex
         pdqQuality = pdq?.quality
         self.pdqTrimmed = pdq == nil ? nil : pdqTrimmed.map { PerceptualHash(bits: $0, quality: 0).hex }
@@ -282,6 +287,7 @@ public struct ManifestRecord: Decodable, Sendable, Hashable {
         originalHeight = try container.decodeIfPresent(Int.self, forKey: .originalHeight) ?? height
         originalFormat = try container.decodeIfPresent(String.self, forKey: .originalFormat) ?? format
         originalBytes = try container.decodeIfPresent(Int64.self, forKey: .originalBytes) ?? bytes
+        blurredBoxes = try container.decodeIfPresent(Int.self, forKey: .blurredBoxes)
         pdq = try container.decodeIfPresent(String.self, forKey: .pdq)
         pdqQuality = try container.decodeIfPresent(Int.self, forKey: .pdqQuality)
         pdqTrimmed = try container.decodeIfPresent([String].self, forKey: .pdqTrimmed)
@@ -325,6 +331,7 @@ public struct ManifestRecord: Decodable, Sendable, Hashable {
         line.field(.originalHeight, originalHeight)
         try line.field(.originalFormat, originalFormat)
         line.field(.originalBytes, originalBytes)
+        line.field(.blurredBoxes, blurredBoxes)
         try line.field(.pdq, pdq)
         line.field(.pdqQuality, pdqQuality)
         try line.field(.pdqTrimmed, strings: pdqTrimmed)

@@ -41,6 +41,8 @@ public struct VerifiedImage: Sendable, Equatable {
     public var trimmedHashes: [SIMD4<UInt64>] = []
     /// What the image declares of how it was made, and the reservations read for it that the run set aside.
     public var declarations = ImageDeclarations()
+    /// How many of its row's boxes were blurred (`--blur-col`: 0 when the row gave none); nil when the run blurs none.
+    public var blurredBoxes: Int? = nil
 
     /// A verified image as a download leaves it (the originals are set when a transform replaces the bytes).
     package init(

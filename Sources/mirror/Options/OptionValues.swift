@@ -32,8 +32,37 @@ extension TableFormat: ExpressibleByArgument {
     }
 }
 
-/// `--resize no|keep-ratio|center-crop|pad`.
-extension ImageTransform.Fit: ExpressibleByArgument {}
+/// `--resize no|longer-side|shorter-side|center-crop|pad|border|fixed`, and `keep-ratio`, `longer-side`'s earlier name
+/// (not listed).
+extension ImageTransform.Fit: ExpressibleByArgument {
+    public init?(argument: String) {
+        self.init(name: argument.lowercased())
+    }
+}
+
+/// `--pad-color white|black|#RRGGBB`.
+extension ImageTransform.Color: ExpressibleByArgument {
+    public init?(argument: String) {
+        self.init(name: argument)
+    }
+
+    public static var allValueStrings: [String] { ["white", "black", "#RRGGBB"] }
+
+    public var defaultValueDescription: String {
+        switch self {
+        case .white: "white"
+        case .black: "black"
+        default: description
+        }
+    }
+}
+
+/// `--hash sha256|md5`.
+extension ExpectedDigest.Algorithm: ExpressibleByArgument {
+    public init?(argument: String) {
+        self.init(rawValue: argument.lowercased())
+    }
+}
 
 /// `--encode keep|jpeg|png|webp`.
 extension ImageTransform.Encoding: ExpressibleByArgument {}

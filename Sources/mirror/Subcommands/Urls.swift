@@ -48,6 +48,21 @@ struct Urls: AsyncParsableCommand {
     @Option(help: "Columns carried into each record, comma-separated (a,b,c).")
     var keepCols: String?
 
+    @Option(help: ArgumentHelp(
+        "The column holding the digest the served bytes must have (hex, any case; img2dataset's verify_hash).",
+        discussion: "A row whose image hashes otherwise fails for good (hash-mismatch) and nothing is saved; an empty value is not checked. The record keeps the saved file's SHA-256, as ever."
+    ))
+    var verifyHash: String?
+
+    @Option(help: ArgumentHelp("The digest --verify-hash's column holds: sha256 (the default) or md5.", valueName: "sha256|md5"))
+    var hash: ExpectedDigest.Algorithm?
+
+    @Option(help: ArgumentHelp(
+        "The column holding boxes to blur: [[x0, y0, x1, y1], …], fractions of the image (img2dataset's bbox_col, e.g. DataComp's face_bboxes).",
+        discussion: "Blurred as img2dataset blurs them, after --resize and before its crop or pad; an image with boxes is encoded again even without --resize (in its own format where mirror writes it, else as --encode says). An empty value blurs nothing; a value that is not a list of at most 1,000 boxes of 4 numbers fails its row (bad-boxes) without a download. The record says how many were blurred (blurred_boxes)."
+    ))
+    var blurCol: String?
+
     @Option(name: .customLong("out"), help: "The output folder (created if missing), or s3://BUCKET/PREFIX for WebDataset shards in object storage (AWS_* variables).")
     var output: String
 
@@ -92,6 +107,7 @@ struct Urls: AsyncParsableCommand {
             throw ValidationError("--state-dir is for --out s3://…; a folder keeps its state in DIR/.mirror")
         }
         if folder.layout != nil, dataset.format != .folder { throw ValidationError("--layout is for --format folder: shards are files of their own") }
+        if hash != nil, verifyHash == nil { throw ValidationError("--hash says what --verify-hash's column holds: name the column with --verify-hash") }
     }
 
     func run() async throws {
@@ -155,7 +171,7 @@ struct Urls: AsyncParsableCommand {
         configuration.isSyncEnabled = !outputOptions.noFsync
         configuration.consent = consent.policy
         agent.apply(to: &configuration.downloads, consent: &configuration.consent)
-        dataset.apply(to: &configuration)
+        dataset.apply(to: &configuration, blurs: blurCol != nil)
         consent.warnIfIgnoring(configuration.consent, quiet: quiet)
         if !cache.noCache, useCache || cache.cacheDirectory != nil {
             let directory = cache.cacheDirectory.map { URL(fileURLWithPath: $0) } ?? DiskCache.defaultDirectory()
@@ -205,7 +221,7 @@ struct Urls: AsyncParsableCommand {
     }
 
     private func openTable() throws(TableError) -> any TableRowReading {
-        var columns = TableColumns(url: urlCol, caption: captionCol)
+        var columns = TableColumns(url: urlCol, caption: captionCol, hash: verifyHash, hashAlgorithm: hash ?? .sha256, blur: blurCol)
         columns.keep = (keepCols ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         if let clash = columns.keep.first(where: ManifestRecord.Field.reservedNames.contains) {
             throw .unreadable("--keep-cols \(clash): a record already has a field of that name; rename the column in the table")

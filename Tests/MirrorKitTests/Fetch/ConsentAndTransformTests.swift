@@ -108,7 +108,7 @@ struct ImageTransformTests {
     }
 
     @Test(arguments: [
-        (ImageTransform.Fit.keepRatio, 64, 32), (.centerCrop, 64, 64), (.pad, 64, 64),
+        (ImageTransform.Fit.longerSide, 64, 32), (.centerCrop, 64, 64), (.pad, 64, 64),
     ])
     func eachFitGivesItsSize(fit: ImageTransform.Fit, width: Int, height: Int) throws {
         // Given a 200×100 PNG
@@ -135,7 +135,7 @@ struct ImageTransformTests {
         let original = try Data(contentsOf: cached)
 
         // When it is resized
-        let result = try ImageTransform(fit: .keepRatio, size: 50).apply(to: source, validator: validator)
+        let result = try ImageTransform(fit: .longerSide, size: 50).apply(to: source, validator: validator)
         defer { AtomicFile.remove(result.temporaryFile) }
 
         // Then the result is a new file, the download's name is gone, and the cache's bytes are untouched
@@ -146,7 +146,7 @@ struct ImageTransformTests {
 
     @Test func onlyIfBiggerLeavesSmallImagesTheirSizeAndEncodingChangesTheFormat() throws {
         let small = try image(TestImages.png(width: 40, height: 30, seed: 2))
-        let kept = try ImageTransform(fit: .keepRatio, size: 64, onlyIfBigger: true, encoding: .jpeg, quality: 80).apply(to: small, validator: validator)
+        let kept = try ImageTransform(fit: .longerSide, size: 64, onlyIfBigger: true, encoding: .jpeg, quality: 80).apply(to: small, validator: validator)
         defer { AtomicFile.remove(kept.temporaryFile) }
         #expect(kept.info.width == 40 && kept.info.height == 30)
         #expect(kept.info.format == .jpeg)

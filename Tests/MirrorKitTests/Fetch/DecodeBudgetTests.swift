@@ -58,7 +58,7 @@ struct DecodeBudgetTests {
         // Given 8 images whose decodes need about 40 MB each (a 3000 x 3000 progressive JPEG's coefficients), and a
         // budget of 100 MB
         let bomb = HostileImages.jpegBomb(width: 3_000, height: 3_000, subsampling: TJSAMP_444)
-        let transform = ImageTransform(fit: .keepRatio, size: 64, encoding: .jpeg, memoryLimit: 100_000_000)
+        let transform = ImageTransform(fit: .longerSide, size: 64, encoding: .jpeg, memoryLimit: 100_000_000)
         let needed = try transform.estimate(bomb, format: .jpeg)
         #expect(needed > 40_000_000 && needed < 100_000_000)
         let budget = DecodeBudget(capacity: transform.memoryLimit)
@@ -194,7 +194,7 @@ struct DecodeBudgetTests {
 
         // When the image comes again
         let result = Result { () throws(ImageTransform.Failure) in
-            try ImageTransform(fit: .keepRatio, size: 16, encoding: .jpeg).apply(to: image, validator: ImageValidator(), journal: journal)
+            try ImageTransform(fit: .longerSide, size: 16, encoding: .jpeg).apply(to: image, validator: ImageValidator(), journal: journal)
         }
 
         // Then it fails as a decoder crash, and its download is gone

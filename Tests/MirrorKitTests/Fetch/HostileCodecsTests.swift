@@ -41,7 +41,7 @@ struct HostileCodecsTests {
 
         // Then it has none, and the image resizes
         #expect(orientation == 1)
-        let result = try outcome(data, ImageTransform(fit: .keepRatio, size: 32, encoding: .jpeg))
+        let result = try outcome(data, ImageTransform(fit: .longerSide, size: 32, encoding: .jpeg))
         #expect(try result.get().0.info.width == 32)
     }
 
@@ -52,7 +52,7 @@ struct HostileCodecsTests {
         // Then it is read, and the resized image is turned upright (64 x 48 stored, 48 x 64 shown)
         let orientation = data.withUnsafeBytes { mirror_codecs_jpeg_orientation($0.bindMemory(to: UInt8.self).baseAddress, $0.count) }
         #expect(orientation == 6)
-        let (image, _) = try outcome(data, ImageTransform(fit: .keepRatio, size: 32, encoding: .jpeg)).get()
+        let (image, _) = try outcome(data, ImageTransform(fit: .longerSide, size: 32, encoding: .jpeg)).get()
         #expect(image.info.width == 24 && image.info.height == 32)
     }
 
@@ -61,7 +61,7 @@ struct HostileCodecsTests {
     @Test(arguments: HostileImages.samples().map(\.name))
     func everyCraftedFileFailsWithItsReasonOrIsSavedRight(name: String) throws {
         let sample = try #require(HostileImages.samples().first { $0.name == name })
-        for transform in [ImageTransform(fit: .centerCrop, size: 224, encoding: .jpeg), ImageTransform(fit: .keepRatio, size: 256, encoding: .jpeg)] {
+        for transform in [ImageTransform(fit: .centerCrop, size: 224, encoding: .jpeg), ImageTransform(fit: .longerSide, size: 256, encoding: .jpeg)] {
             // Given a crafted file the validator lets through (those it refuses never reach a decoder)
             guard (try? ImageValidator().validate(sample.data)) != nil else {
                 #expect(["truncated", "too-many-pixels", "malformed"].contains(sample.whenResized ?? ""), "\(name) does not verify")
@@ -91,7 +91,7 @@ struct HostileCodecsTests {
         let (png, grey) = HostileImages.png16WithoutGamma(width: 64, height: 64)
 
         // When it becomes an 8-bit PNG of half its size
-        let (_, bytes) = try outcome(png, ImageTransform(fit: .keepRatio, size: 32, encoding: .png)).get()
+        let (_, bytes) = try outcome(png, ImageTransform(fit: .longerSide, size: 32, encoding: .png)).get()
 
         // Then its mean grey is what Pillow shows, not the far brighter linear-light reading (178 against 122)
         let pixels = try #require(TestPixels.decodePNG(bytes))
@@ -102,10 +102,10 @@ struct HostileCodecsTests {
     @Test func aBombIsRefusedBeforeTheDecoderAllocates() throws {
         // Given a 613-byte progressive JPEG claiming 13000 x 13000 (4:4:4: libjpeg would take 1.01 GB at any scale)
         let bomb = HostileImages.jpegBomb(width: 13_000, height: 13_000, subsampling: TJSAMP_444)
-        let transform = ImageTransform(fit: .keepRatio, size: 256, encoding: .jpeg)
+        let transform = ImageTransform(fit: .longerSide, size: 256, encoding: .jpeg)
 
         // When its memory is estimated, and it is transformed
-        let estimate = Result { () throws(ImageTransform.Failure) in try ImageTransform(fit: .keepRatio, size: 256, encoding: .jpeg, memoryLimit: 0).estimate(bomb, format: .jpeg) }
+        let estimate = Result { () throws(ImageTransform.Failure) in try ImageTransform(fit: .longerSide, size: 256, encoding: .jpeg, memoryLimit: 0).estimate(bomb, format: .jpeg) }
         let result = try outcome(bomb, transform)
 
         // Then the estimate counts libjpeg's coefficients, and the transform refuses it without decoding
@@ -123,7 +123,7 @@ struct HostileCodecsTests {
 
         // When it is centre-cropped, and fitted by its longer side
         let crop = try outcome(thin, ImageTransform(fit: .centerCrop, size: 480, encoding: .jpeg))
-        let keep = try outcome(thin, ImageTransform(fit: .keepRatio, size: 480, encoding: .jpeg))
+        let keep = try outcome(thin, ImageTransform(fit: .longerSide, size: 480, encoding: .jpeg))
 
         // Then the crop is refused from the headers, and the fit that stays small is made
         #expect(crop.failureReason == "too-large-to-decode")
@@ -136,7 +136,7 @@ struct HostileCodecsTests {
         photo.insert(contentsOf: [0x00, 0x12, 0x34, 0x56], at: photo.count - 2)
 
         // When it is resized, Then it is saved (libjpeg's one warning is that the bytes are there)
-        let (image, _) = try outcome(photo, ImageTransform(fit: .keepRatio, size: 32, encoding: .jpeg)).get()
+        let (image, _) = try outcome(photo, ImageTransform(fit: .longerSide, size: 32, encoding: .jpeg)).get()
         #expect(image.info.width == 32)
     }
 
@@ -149,7 +149,8 @@ struct HostileCodecsTests {
 
     @Test(.timeLimit(.minutes(10)))
     func everyResampleTheGeometryAsksForWorks() async throws {
-        // Given every source of 1-640 pixels a side, every fit, every size from 1 to 512, with and without
+        // Given every source of 1-640 pixels a side, every fit (img2dataset's shorter and longer side, centre crop, pad,
+        // and the stretch, whose axes are independent, from square sources), every size from 1 to 512, with and without
         // only-if-bigger, as packed pixels and as JPEG planes of each subsampling (a superset of the DCT scales)
         let (maxSource, maxSize) = (640, 512)
 
@@ -180,8 +181,8 @@ struct HostileCodecsTests {
         #expect(geometryHalves.reduce(0) { $0 + $1.1 } > 3_000_000_000)
     }
 
-    @Test(arguments: [(3, 10, TJSAMP_420, ImageTransform.Fit.keepRatio, 256), (3, 9, TJSAMP_444, .keepRatio, 256),
-                      (3, 22, TJSAMP_422, .keepRatio, 256), (18, 16, TJSAMP_444, .centerCrop, 224), (1, 1, TJSAMP_420, .pad, 300)])
+    @Test(arguments: [(3, 10, TJSAMP_420, ImageTransform.Fit.longerSide, 256), (3, 9, TJSAMP_444, .longerSide, 256),
+                      (3, 22, TJSAMP_422, .longerSide, 256), (18, 16, TJSAMP_444, .centerCrop, 224), (1, 1, TJSAMP_420, .pad, 300)])
     func theTinyJPEGsThatAbortedAResizeRunNowResize(width: Int, height: Int, subsampling: TJSAMP, fit: ImageTransform.Fit, size: Int) throws {
         // Given a JPEG whose enlargement once made stb_image_resize assert (the whole run died with SIGABRT)
         let data = HostileImages.jpeg(width: width, height: height, subsampling: subsampling)

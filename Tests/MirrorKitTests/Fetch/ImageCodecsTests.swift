@@ -72,9 +72,9 @@ struct ImageCodecsTests {
         let png = TestPixels.png(width: 40, height: 20, channels: 4) { x, _ in x < 20 ? [0, 0, 0, 0] : [255, 0, 0, 255] }
 
         // When it becomes a JPEG, a PNG and a WebP of half its size
-        let (_, jpeg) = try transformed(png, ImageTransform(fit: .keepRatio, size: 20, encoding: .jpeg))
-        let (_, keptPNG) = try transformed(png, ImageTransform(fit: .keepRatio, size: 20, encoding: .png))
-        let (webpImage, _) = try transformed(png, ImageTransform(fit: .keepRatio, size: 20, encoding: .webp))
+        let (_, jpeg) = try transformed(png, ImageTransform(fit: .longerSide, size: 20, encoding: .jpeg))
+        let (_, keptPNG) = try transformed(png, ImageTransform(fit: .longerSide, size: 20, encoding: .png))
+        let (webpImage, _) = try transformed(png, ImageTransform(fit: .longerSide, size: 20, encoding: .webp))
 
         // Then the JPEG's transparent side is white and its opaque side red; the PNG keeps the transparency
         let pixels = try #require(TestPixels.decodeJPEG(jpeg))
@@ -129,7 +129,7 @@ struct ImageCodecsTests {
         let jpeg = try #require(TestPixels.jpeg(width: 300, height: 200, subsampling: subsampling) { x, _ in x < 150 ? [240, 200, 60] : [20, 20, 120] })
 
         // When it is fitted into 149 px: an odd size, which the 4:2:0 planes pad to even
-        let (result, bytes) = try transformed(jpeg, ImageTransform(fit: .keepRatio, size: 149, encoding: .jpeg))
+        let (result, bytes) = try transformed(jpeg, ImageTransform(fit: .longerSide, size: 149, encoding: .jpeg))
 
         // Then it is 149×99, and the edge between the halves is still in the middle, not stretched into the padding
         let pixels = try #require(TestPixels.decodeJPEG(bytes))
@@ -152,7 +152,7 @@ struct ImageCodecsTests {
         jpeg.insert(contentsOf: [0xFF, 0xE1, 0x00, UInt8(payload.count + 2)] + payload, at: 2)
 
         // When it is fitted into 40 px
-        let (result, bytes) = try transformed(jpeg, ImageTransform(fit: .keepRatio, size: 40, encoding: .jpeg))
+        let (result, bytes) = try transformed(jpeg, ImageTransform(fit: .longerSide, size: 40, encoding: .jpeg))
 
         // Then it stands as the orientation says: 6 turns it clockwise (red on top), 3 upside down (red on the right),
         // 8 anticlockwise (red at the bottom)

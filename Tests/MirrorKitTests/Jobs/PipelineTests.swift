@@ -193,7 +193,7 @@ struct PipelineTests {
             + [URL(string: "http://stub.test/img/same-a.png")!, URL(string: "http://stub.test/img/same-b.png")!]
         let sink = MemorySink(directory: folder.url, preloaded: [Self.url(3)])
         var configuration = Self.configuration(target: nil)
-        configuration.transform = ImageTransform(fit: .keepRatio, size: 2, encoding: .png)
+        configuration.transform = ImageTransform(fit: .longerSide, size: 2, encoding: .png)
         configuration.transform?.memoryLimit = 5 << 20  // a 1,500 × 1,500 decode takes more, a 4 × 4 one less
         let events = Locked<[Pipeline.Event]>([])
 

@@ -48,14 +48,6 @@ enum TestPixels {
     }
 
     static func decodePNG(_ data: Data) -> Pixels? {
-        var image = png_image()
-        image.version = UInt32(PNG_IMAGE_VERSION)
-        let begun = data.withUnsafeBytes { png_image_begin_read_from_memory(&image, $0.baseAddress, $0.count) }
-        guard begun != 0 else { return nil }
-        let channels = image.format & UInt32(PNG_FORMAT_FLAG_ALPHA) != 0 ? 4 : 3
-        image.format = UInt32(channels == 4 ? PNG_FORMAT_FLAG_COLOR | PNG_FORMAT_FLAG_ALPHA : PNG_FORMAT_FLAG_COLOR)
-        var pixels = [UInt8](repeating: 0, count: Int(image.width * image.height) * channels)
-        guard png_image_finish_read(&image, nil, &pixels, 0, nil) != 0 else { return nil }
-        return Pixels(width: Int(image.width), height: Int(image.height), channels: channels, data: pixels)
+        HostileImages.decodePNG(data).map { Pixels(width: $0.width, height: $0.height, channels: $0.channels, data: $0.pixels) }
     }
 }

@@ -4,8 +4,8 @@ import MirrorImages
 import MirrorStorage
 import MirrorTransport
 
-/// A run's transform (`--resize`, `--encode`) with what bounds its decoding: the memory the transforms at once share,
-/// and the journal that remembers a decoder's crash.
+/// A run's transform (`--resize`, `--encode`, and the rows' `--blur-col` boxes) with what bounds its decoding: the
+/// memory the transforms at once share, and the journal that remembers a decoder's crash.
 package struct DownloadTransform: Sendable {
     package var transform: ImageTransform
     package var budget: DecodeBudget?
@@ -17,10 +17,11 @@ package struct DownloadTransform: Sendable {
         self.journal = journal
     }
 
-    /// The transformed image (in a new temporary file; the old one is gone either way), or why there is none.
-    func apply(to image: VerifiedImage) -> Result<VerifiedImage, DownloadError> {
+    /// The transformed image, `boxes` blurred (in a new temporary file; the old one is gone either way), or why there is
+    /// none.
+    func apply(to image: VerifiedImage, blurring boxes: BlurBoxes? = nil) -> Result<VerifiedImage, DownloadError> {
         do throws(ImageTransform.Failure) {
-            return .success(try transform.apply(to: image, validator: ImageValidator(), budget: budget, journal: journal))
+            return .success(try transform.apply(to: image, validator: ImageValidator(), budget: budget, journal: journal, blurring: boxes))
         } catch {
             return .failure(.transformFailed(error))
         }

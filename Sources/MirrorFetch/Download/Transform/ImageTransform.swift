@@ -4,34 +4,90 @@ import MirrorCore
 import MirrorImages
 import MirrorStorage
 
-/// Resizing and re-encoding a verified image (`--resize`, `--size`, `--encode`, `--quality`).
+/// Resizing, blurring and re-encoding a verified image (`--resize`, `--size`, `--pad-color`, `--encode`, `--quality`,
+/// and a row's `--blur-col` boxes).
 ///
 /// The image is decoded with its EXIF orientation applied (an animation's first frame), fitted into `size` × `size`
 /// (``Fit``), and encoded as asked; the default (`fit: .no`, `encoding: .keep`) is no transform at all. An image that
-/// needs no resize and is already in the format written is kept byte for byte: with `encoding: .jpeg` a served JPEG
-/// is stored as served (no generation loss, no CPU) and only the other formats are converted. `keep` writes the
-/// served format where it can (JPEG, PNG, WebP, TIFF, HEIF, AVIF) and PNG otherwise (GIF, BMP). Alpha is kept in PNG
-/// and WebP and composited onto white in JPEG.
+/// needs no resize, has no boxes to blur and is already in the format written is kept byte for byte: with
+/// `encoding: .jpeg` a served JPEG is stored as served (no generation loss, no CPU) and only the other formats are
+/// converted. `keep` writes the served format where it can (JPEG, PNG, WebP, TIFF, HEIF, AVIF) and PNG otherwise (GIF,
+/// BMP). Alpha is kept in PNG and WebP and composited onto white in JPEG (as img2dataset composites every image).
+///
+/// Boxes to blur (``BlurBoxes``) are blurred as img2dataset's `BoundingBoxBlurrer` blurs them, in its order: after
+/// the resize, before a crop or a pad; they make an image be decoded and encoded again even with no resize.
 ///
 /// JPEG, PNG, WebP and GIF — nearly everything hosts serve — go straight through their codecs (`CCodecs`: a JPEG is
 /// decoded at the smallest DCT scale that still covers the target, a WebP scaled while it decodes, then Catmull-Rom
 /// resampling); the rest, and the few images that path leaves (CMYK JPEGs, animated WebP), through libvips.
 ///
-/// Every image is hostile: before a decoder allocates anything, the memory the whole transform will take is estimated
-/// from the headers and checked against ``memoryLimit`` (and, in a run, taken from the ``DecodeBudget`` the transforms
-/// share); an image that does not decode cleanly (decoder warnings, data that ends early) fails as malformed instead of
-/// being saved grey; and a decoder that crashes anyway costs its row, not the job (``DecodeJournal``).
+/// Every image is hostile: before a decoder allocates anything, the memory the whole transform will take (the blur's
+/// buffers included) is estimated from the headers and checked against ``memoryLimit`` (and, in a run, taken from the
+/// ``DecodeBudget`` the transforms share); an image that does not decode cleanly (decoder warnings, data that ends
+/// early) fails as malformed instead of being saved grey; and a decoder that crashes anyway costs its row, not the job
+/// (``DecodeJournal``).
 public struct ImageTransform: Sendable, Hashable {
-    /// How an image is fitted into `size` × `size`.
+    /// How an image is fitted into `size` × `size` (img2dataset's `resize_mode` names in brackets). Every fit enlarges a
+    /// smaller image too, as img2dataset does by default, unless ``ImageTransform/onlyIfBigger``.
     public enum Fit: String, Sendable, CaseIterable {
-        /// No resize.
+        /// No resize (`no`).
         case no
-        /// The longer side becomes `size`.
-        case keepRatio = "keep-ratio"
-        /// The shorter side becomes `size`, and the middle `size` × `size` is kept.
+        /// The longer side becomes `size` (`keep_ratio_largest`); `keep-ratio` on the command line, its earlier name.
+        case longerSide = "longer-side"
+        /// The shorter side becomes `size` (`keep_ratio`).
+        case shorterSide = "shorter-side"
+        /// The shorter side becomes `size`, and the middle `size` × `size` is kept (`center_crop`).
         case centerCrop = "center-crop"
-        /// The longer side becomes `size`, then black borders make it square.
+        /// The longer side becomes `size`, then borders of ``ImageTransform/padColor`` make it square.
         case pad
+        /// The longer side becomes `size`, then white borders make it square (`border`).
+        case border
+        /// Stretched to `size` × `size`, the aspect not kept.
+        case fixed
+
+        /// The longer side becomes `size`: the earlier name of ``longerSide``.
+        @available(*, deprecated, renamed: "longerSide")
+        public static var keepRatio: Fit { .longerSide }
+
+        /// The fit `name` names on the command line: a case's raw value, or `keep-ratio` (``longerSide``'s earlier name).
+        public init?(name: String) {
+            if name == "keep-ratio" {
+                self = .longerSide
+            } else {
+                self.init(rawValue: name)
+            }
+        }
+    }
+
+    /// An opaque colour (`--pad-color`).
+    public struct Color: Sendable, Hashable, CustomStringConvertible {
+        public var red: UInt8, green: UInt8, blue: UInt8
+
+        public init(red: UInt8, green: UInt8, blue: UInt8) {
+            (self.red, self.green, self.blue) = (red, green, blue)
+        }
+
+        public static let black = Color(red: 0, green: 0, blue: 0)
+        public static let white = Color(red: 255, green: 255, blue: 255)
+
+        /// `white`, `black` or `#RRGGBB` (any case).
+        public init?(name: String) {
+            switch name.lowercased() {
+            case "white": self = .white
+            case "black": self = .black
+            case let hex where hex.count == 7 && hex.hasPrefix("#"):
+                guard let value = UInt32(hex.dropFirst(), radix: 16), hex.dropFirst().allSatisfy(\.isHexDigit) else { return nil }
+                self.init(red: UInt8(value >> 16 & 0xFF), green: UInt8(value >> 8 & 0xFF), blue: UInt8(value & 0xFF))
+            default: return nil
+            }
+        }
+
+        /// `#rrggbb`.
+        public var description: String {
+            "#" + [red, green, blue].map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+        }
+
+        var rgb: UInt32 { UInt32(red) << 16 | UInt32(green) << 8 | UInt32(blue) }
     }
 
     /// The format written.
@@ -82,8 +138,13 @@ public struct ImageTransform: Sendable, Hashable {
     public var fit: Fit = .no
     /// The target size in pixels. Default 256.
     public var size = 256
-    /// Whether only images larger than `size` are resized (smaller ones are kept as they are, or only padded).
+    /// Whether only images whose fitted side (the longer for ``Fit/longerSide``, ``Fit/pad`` and ``Fit/border``, the
+    /// shorter for ``Fit/shorterSide`` and ``Fit/centerCrop``, each side for ``Fit/fixed``) is larger than `size` are
+    /// resized; smaller ones keep their size and are still cropped or padded to the square (img2dataset's
+    /// `resize_only_if_bigger` leaves them whole). Default false: smaller images are enlarged, as img2dataset does.
     public var onlyIfBigger = false
+    /// What ``Fit/pad`` fills with. Default black (``Fit/border`` always fills with white).
+    public var padColor = Color.black
     public var encoding: Encoding = .keep
     /// JPEG and WebP quality, 1–100. Default 95.
     public var quality = 95
@@ -92,12 +153,13 @@ public struct ImageTransform: Sendable, Hashable {
     public var memoryLimit = ImageTransform.defaultMemoryLimit
 
     public init(
-        fit: Fit = .no, size: Int = 256, onlyIfBigger: Bool = false, encoding: Encoding = .keep, quality: Int = 95,
-        memoryLimit: Int = ImageTransform.defaultMemoryLimit
+        fit: Fit = .no, size: Int = 256, onlyIfBigger: Bool = false, padColor: Color = .black, encoding: Encoding = .keep,
+        quality: Int = 95, memoryLimit: Int = ImageTransform.defaultMemoryLimit
     ) {
         self.fit = fit
         self.size = size
         self.onlyIfBigger = onlyIfBigger
+        self.padColor = padColor
         self.encoding = encoding
         self.quality = quality
         self.memoryLimit = memoryLimit
@@ -125,18 +187,27 @@ public struct ImageTransform: Sendable, Hashable {
         fit == .no && (encoding == .keep || outputFormat(for: format) == format)
     }
 
-    /// Applies the transform: the result replaces the download's temporary file (``replaceContents(of:with:)``); an
-    /// image ``keepsAsServed(_:)`` is returned as it is.
+    /// Applies the transform, blurring `boxes` (``BlurBoxes``; nil when the run has none to give): the result replaces
+    /// the download's temporary file (``replaceContents(of:with:)``); an image ``keepsAsServed(_:)`` with no box to blur
+    /// is returned as it is. The result's ``VerifiedImage/blurredBoxes`` says how many boxes had pixels to blur (0 for
+    /// none or an empty list; nil when `boxes` is nil).
     ///
     /// With a `budget`, the memory the decode will take is taken from it first (waiting for it if need be); with a
     /// `journal`, the image is marked as being decoded while it is, and one a decoder crashed on before is not decoded
     /// (one that was decoded beside others then is decoded alone: it takes the whole budget).
     /// - Throws: ``Failure`` when the image cannot be read or written (the download is removed too).
     package func apply(
-        to image: VerifiedImage, validator: ImageValidator, budget: DecodeBudget? = nil, journal: DecodeJournal? = nil
+        to image: VerifiedImage, validator: ImageValidator, budget: DecodeBudget? = nil, journal: DecodeJournal? = nil,
+        blurring boxes: BlurBoxes? = nil
     ) throws(Failure) -> VerifiedImage {
-        if keepsAsServed(image.info.format) { return image }
+        let blurs = !(boxes?.isEmpty ?? true)
+        if keepsAsServed(image.info.format), !blurs {
+            var kept = image
+            kept.blurredBoxes = boxes.map { _ in 0 }
+            return kept
+        }
         let data: Data
+        let blurred: Int
         let info: ImageInfo
         do throws(Failure) {
             let verdict = journal?.verdict(for: image.url) ?? .decode
@@ -149,9 +220,9 @@ public struct ImageTransform: Sendable, Hashable {
             } catch {
                 throw Failure(message: "cannot read the download (\(error.localizedDescription))")
             }
-            let needed = try estimate(input, format: image.info.format)
-            data = try Self.guardedDecode(of: image.url, needing: needed, alone: verdict == .decodeAlone, budget: budget, journal: journal) { () throws(Failure) in
-                try transform(input, format: image.info.format)
+            let needed = try estimate(input, format: image.info.format, blurring: boxes)
+            (data, blurred) = try Self.guardedDecode(of: image.url, needing: needed, alone: verdict == .decodeAlone, budget: budget, journal: journal) { () throws(Failure) in
+                try transformed(input, format: image.info.format, blurring: boxes)
             }
             do {
                 info = try validator.validate(data)
@@ -176,6 +247,7 @@ public struct ImageTransform: Sendable, Hashable {
         result.sha256 = sha256Hex(data)
         result.originalWidth = image.originalWidth ?? image.info.width
         result.originalHeight = image.originalHeight ?? image.info.height
+        result.blurredBoxes = boxes.map { _ in blurred }
         return result
     }
 
@@ -242,14 +314,16 @@ public struct ImageTransform: Sendable, Hashable {
         return destination.url
     }
 
-    /// The memory, in bytes, transforming `input` (downloaded as `format`) will take, read from its headers.
+    /// The memory, in bytes, transforming `input` (downloaded as `format`) and blurring `boxes` will take, read from its
+    /// headers.
     /// - Throws: ``Failure``: malformed headers, or more than ``memoryLimit``.
-    public func estimate(_ input: Data, format: ImageFormat) throws(Failure) -> Int {
-        var request = request(for: format)
+    public func estimate(_ input: Data, format: ImageFormat, blurring boxes: BlurBoxes? = nil) throws(Failure) -> Int {
         var bytes = 0
         var message = [CChar](repeating: 0, count: 256)
-        let status = input.withUnsafeBytes { buffer in
-            mirror_codecs_estimate(buffer.bindMemory(to: UInt8.self).baseAddress, buffer.count, &request, &bytes, &message, message.count)
+        let status = withRequest(for: format, blurring: boxes) { request in
+            input.withUnsafeBytes { buffer in
+                mirror_codecs_estimate(buffer.bindMemory(to: UInt8.self).baseAddress, buffer.count, &request, &bytes, &message, message.count)
+            }
         }
         if status != MIRROR_CODECS_OK { throw Self.failure(status, message) }
         return bytes
@@ -258,22 +332,41 @@ public struct ImageTransform: Sendable, Hashable {
     /// Transforms an image's bytes (downloaded as `format`) and returns the new file's bytes.
     /// - Throws: ``Failure`` when the image does not decode, would take more than ``memoryLimit``, or cannot be written.
     public func transform(_ input: Data, format: ImageFormat) throws(Failure) -> Data {
-        var request = request(for: format)
+        try transformed(input, format: format, blurring: nil).data
+    }
+
+    /// Transforms an image's bytes (downloaded as `format`), blurring `boxes`: the new file's bytes, and how many boxes
+    /// had pixels to blur.
+    /// - Throws: ``Failure`` as ``transform(_:format:)``.
+    public func transformed(_ input: Data, format: ImageFormat, blurring boxes: BlurBoxes?) throws(Failure) -> (data: Data, blurredBoxes: Int) {
         var output = mirror_codecs_output()
-        let status = input.withUnsafeBytes { buffer in
-            mirror_codecs_transform(buffer.bindMemory(to: UInt8.self).baseAddress, buffer.count, &request, &output)
+        let status = withRequest(for: format, blurring: boxes) { request in
+            input.withUnsafeBytes { buffer in
+                mirror_codecs_transform(buffer.bindMemory(to: UInt8.self).baseAddress, buffer.count, &request, &output)
+            }
         }
         guard status == MIRROR_CODECS_OK, let bytes = output.data else {
             throw Self.failure(status, withUnsafeBytes(of: output.message) { Array($0.bindMemory(to: CChar.self)) })
         }
-        return Data(bytesNoCopy: bytes, count: output.length, deallocator: .custom { pointer, _ in mirror_codecs_free(pointer) })
+        let data = Data(bytesNoCopy: bytes, count: output.length, deallocator: .custom { pointer, _ in mirror_codecs_free(pointer) })
+        return (data, Int(output.blurred_boxes))
     }
 
-    private func request(for format: ImageFormat) -> mirror_codecs_request {
-        mirror_codecs_request(
-            input_format: Self.code(format), fit: fitCode, size: Int32(size), only_if_bigger: onlyIfBigger,
-            output_format: Self.code(outputFormat(for: format)), quality: Int32(quality), memory_limit: max(0, memoryLimit)
-        )
+    /// Runs `body` with the codecs' request for an image served as `format`, its boxes valid for the call.
+    private func withRequest<Result>(
+        for format: ImageFormat, blurring boxes: BlurBoxes?, _ body: (inout mirror_codecs_request) -> Result
+    ) -> Result {
+        let fitted = fitCode
+        let pad = fit == .border ? Color.white : padColor
+        let corners = (boxes?.boxes ?? []).prefix(BlurBoxes.maximumCount).map { mirror_codecs_box(x0: $0.x0, y0: $0.y0, x1: $0.x1, y1: $0.y1) }
+        return corners.withUnsafeBufferPointer { corners in
+            var request = mirror_codecs_request(
+                input_format: Self.code(format), fit: fitted, size: Int32(size), only_if_bigger: onlyIfBigger,
+                output_format: Self.code(outputFormat(for: format)), quality: Int32(quality), memory_limit: max(0, memoryLimit),
+                pad_color: pad.rgb, blur_boxes: corners.isEmpty ? nil : corners.baseAddress, blur_box_count: Int32(corners.count)
+            )
+            return body(&request)
+        }
     }
 
     package static func failure(_ status: mirror_codecs_status, _ message: [CChar]) -> Failure {
@@ -303,9 +396,11 @@ public struct ImageTransform: Sendable, Hashable {
     private var fitCode: mirror_codecs_fit {
         switch fit {
         case .no: MIRROR_CODECS_NONE
-        case .keepRatio: MIRROR_CODECS_KEEP_RATIO
+        case .longerSide: MIRROR_CODECS_LONGER_SIDE
+        case .shorterSide: MIRROR_CODECS_SHORTER_SIDE
         case .centerCrop: MIRROR_CODECS_CENTER_CROP
-        case .pad: MIRROR_CODECS_PAD
+        case .pad, .border: MIRROR_CODECS_PAD
+        case .fixed: MIRROR_CODECS_FIXED
         }
     }
 }

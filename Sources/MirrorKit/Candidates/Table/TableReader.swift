@@ -16,6 +16,12 @@ public struct TableRow: Sendable, Hashable {
     public var caption: String?
     /// The `--keep-cols` columns, in the order they were named.
     public var columns: [KeptColumn]
+    /// What the served bytes must hash to (the `--verify-hash` column's value), or `nil`: no such column, or an empty
+    /// value.
+    public var expectedDigest: ExpectedDigest?
+    /// The boxes to blur (the `--blur-col` column's value: none for an empty or missing value), why the value is not a
+    /// list of boxes, or `nil` when the table has no box column.
+    public var blurBoxes: Result<BlurBoxes, BlurBoxes.Malformed>?
 
     /// Why a row gives no URL.
     public struct Problem: Error, Sendable, Hashable, CustomStringConvertible {
@@ -40,11 +46,21 @@ public struct TableColumns: Sendable, Hashable {
     public var caption: String?
     /// Columns carried into each record.
     public var keep: [String] = []
+    /// The column holding the digest the served bytes must have (`--verify-hash`), or `nil`.
+    public var hash: String?
+    /// The digest's algorithm (`--hash`). Default SHA-256.
+    public var hashAlgorithm: ExpectedDigest.Algorithm = .sha256
+    /// The column holding the boxes to blur (`--blur-col`: ``BlurBoxes``), or `nil`.
+    public var blur: String?
 
-    public init(url: String = "url", caption: String? = nil, keep: [String] = []) {
+    public init(url: String = "url", caption: String? = nil, keep: [String] = [], hash: String? = nil,
+                hashAlgorithm: ExpectedDigest.Algorithm = .sha256, blur: String? = nil) {
         self.url = url
         self.caption = caption
         self.keep = keep
+        self.hash = hash
+        self.hashAlgorithm = hashAlgorithm
+        self.blur = blur
     }
 }
 
@@ -97,7 +113,7 @@ public final class TableReader {
     public let limits: Limits
 
     private let scanner: RecordScanner
-    private var csvIndex: (url: Int, caption: Int?, keep: [Int]) = (0, nil, [])
+    private var csvIndex: (url: Int, caption: Int?, keep: [Int], hash: Int?, blur: Int?) = (0, nil, [], nil, nil)
     private var position = 0
     private var finished = false
 
@@ -159,7 +175,9 @@ public final class TableReader {
         }
         var keep: [Int] = []
         for name in columns.keep { keep.append(try index(name, option: "--keep-cols")) }
-        csvIndex = (url, caption, keep)
+        let hash = try columns.hash.map { name throws(TableError) in try index(name, option: "--verify-hash") }
+        let blur = try columns.blur.map { name throws(TableError) in try index(name, option: "--blur-col") }
+        csvIndex = (url, caption, keep, hash, blur)
     }
 
     /// The next row, or `nil` at the end of the table.
@@ -199,7 +217,10 @@ public final class TableReader {
         let kept = zip(columns.keep, csvIndex.keep).map { name, index in
             KeptColumn(name: name, json: field(index).map { Self.json(String(utf8OrWindows1252: $0)) } ?? "null")
         }
-        return makeRow(url: url, caption: caption, columns: kept)
+        var row = makeRow(url: url, caption: caption, columns: kept)
+        row.expectedDigest = csvIndex.hash.flatMap(field).flatMap { digest(String(utf8OrWindows1252: $0)) }
+        row.blurBoxes = csvIndex.blur.map { index in boxes(field(index) ?? []) }
+        return row
     }
 
     // MARK: Text, JSONL
@@ -246,7 +267,26 @@ public final class TableReader {
         }
         let caption = (object[columns.caption ?? "caption"]).flatMap(Self.text)
         let kept = columns.keep.map { name in KeptColumn(name: name, json: object[name].map(Self.json) ?? "null") }
-        return makeRow(url: url, caption: caption, columns: kept)
+        var row = makeRow(url: url, caption: caption, columns: kept)
+        row.expectedDigest = columns.hash.flatMap { object[$0] }.flatMap(Self.text).flatMap(digest)
+        row.blurBoxes = columns.blur.map { name in
+            switch object[name] {
+            case nil, is NSNull: .success(BlurBoxes())
+            case let text as String: boxes(ArraySlice(text.utf8))
+            case let value?: boxes(ArraySlice(Self.json(value).utf8))  // an array as JSON gives it, read as text gives it
+            }
+        }
+        return row
+    }
+
+    /// The digest a value gives, with the run's algorithm (`nil` for an empty value).
+    private func digest(_ value: String) -> ExpectedDigest? {
+        ExpectedDigest(algorithm: columns.hashAlgorithm, value: value)
+    }
+
+    /// The boxes a value gives, or why it gives none.
+    private func boxes(_ value: ArraySlice<UInt8>) -> Result<BlurBoxes, BlurBoxes.Malformed> {
+        Result { () throws(BlurBoxes.Malformed) in try BlurBoxes(parsing: value) }
     }
 
     /// Whether JSON `text` nests arrays and objects deeper than `limit` (brackets inside strings not counted).

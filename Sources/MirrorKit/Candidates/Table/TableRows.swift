@@ -4,6 +4,8 @@ import MirrorParquet
 /// Reads a table's rows one at a time: a text table (``TableReader``), a Parquet file (``ParquetTableReader``), or a
 /// folder of them (``TableFolderReader``). Used from one thread at a time.
 public protocol TableRowReading: AnyObject {
+    /// Which columns hold what.
+    var columns: TableColumns { get }
     /// The next row, or `nil` after the last.
     /// - Throws: ``TableError`` when the table cannot be read from this row on (the rows before it were correct).
     func next() throws(TableError) -> TableRow?
@@ -42,6 +44,8 @@ public final class ParquetTableReader: TableRowReading {
     private let table: String
     private var rows: ParquetRows.Iterator
     private let captionIndex: Int?
+    private let hashIndex: Int?
+    private let blurIndex: Int?
     private var position: Int
     private let limits = TableReader.Limits()
 
@@ -65,7 +69,9 @@ public final class ParquetTableReader: TableRowReading {
             throw .parquet(table: path, reason: error.description)
         }
         header = file.schema.columns.map(\.name)
-        for (option, name) in [("--url-col", columns.url)] + columns.keep.map({ ("--keep-cols", $0) }) where !header.contains(name) {
+        let named = [("--url-col", columns.url)] + columns.keep.map { ("--keep-cols", $0) }
+            + [("--verify-hash", columns.hash), ("--blur-col", columns.blur)].compactMap { option, name in name.map { (option, $0) } }
+        for (option, name) in named where !header.contains(name) {
             throw .missingColumn(option: option, name: name, columns: header)
         }
         if let caption = columns.caption, !header.contains(caption) {
@@ -80,6 +86,18 @@ public final class ParquetTableReader: TableRowReading {
             captionIndex = nil
         }
         wanted += columns.keep
+        if let hash = columns.hash {
+            hashIndex = wanted.count
+            wanted.append(hash)
+        } else {
+            hashIndex = nil
+        }
+        if let blur = columns.blur {
+            blurIndex = wanted.count
+            wanted.append(blur)
+        } else {
+            blurIndex = nil
+        }
         do {
             rows = try file.rows(columns: wanted).makeIterator()
         } catch {
@@ -110,9 +128,27 @@ public final class ParquetTableReader: TableRowReading {
             default: values[index].jsonText
             }
         }
-        let offset = values.count - columns.keep.count
+        let offset = (captionIndex ?? 0) + 1
         let kept = columns.keep.enumerated().map { KeptColumn(name: $1, json: values[offset + $0].jsonText) }
-        return TableRow(position: position, place: "row \(position + 1)", url: url, caption: caption, columns: kept)
+        var row = TableRow(position: position, place: "row \(position + 1)", url: url, caption: caption, columns: kept)
+        if let hashIndex {
+            let text: String? = switch values[hashIndex] {
+            case let .string(text): text
+            case let .bytes(bytes): bytes.map { String(format: "%02x", $0) }.joined()  // a digest stored as raw bytes
+            default: nil
+            }
+            row.expectedDigest = text.flatMap { ExpectedDigest(algorithm: columns.hashAlgorithm, value: $0) }
+        }
+        if let blurIndex {
+            let value = values[blurIndex]
+            let text: [UInt8] = switch value {
+            case .null: []
+            case let .string(text): Array(text.utf8)
+            default: Array(value.jsonText.utf8)
+            }
+            row.blurBoxes = Result { () throws(BlurBoxes.Malformed) in try BlurBoxes(parsing: text[...]) }
+        }
+        return row
     }
 }
 
@@ -123,7 +159,7 @@ public final class TableFolderReader: TableRowReading {
     /// The files read, in order.
     public let files: [String]
     private let format: TableFormat?
-    private let columns: TableColumns
+    public let columns: TableColumns
     private var current: (any TableRowReading)?
     private var currentName = ""
     private var nextFile = 0

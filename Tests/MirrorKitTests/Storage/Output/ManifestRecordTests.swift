@@ -14,7 +14,7 @@ struct ManifestRecordTests {
         file: "openverse-1.png", url: "https://a.test/1.png", pageURL: "https://a.test/p/1", provider: "openverse", id: "1",
         title: "A \"quoted\" <title>\n", creator: "Ann", license: "cc-by 4.0", licenseURL: "https://creativecommons.org/licenses/by/4.0/",
         width: 640, height: 480, bytes: 12_345, sha256: String(repeating: "ab", count: 32), format: "png", query: "kittens",
-        fetchedAt: Date(timeIntervalSince1970: 1_700_000_000),
+        fetchedAt: Date(timeIntervalSince1970: 1_700_000_000), blurredBoxes: 2,
         pdq: PerceptualHash(hex: "d8f8f0cee0f4a84f0637022a078f67f0b36e2ed596621e1d33e6339c4e9c9b22", quality: 87),
         pdqTrimmed: [SIMD4(1, 2, 3, 4)],
         declarations: ImageDeclarations(
@@ -31,7 +31,7 @@ struct ManifestRecordTests {
     @Test func theSchemaListsTheCodingKeysInOrder() {
         #expect(ManifestRecord.Field.all.map(\.key) == ManifestRecord.CodingKeys.allCases.map(\.rawValue))
         // Exactly the optional properties may be null
-        #expect(ManifestRecord.Field.all.filter { $0.nullWhen != nil }.map(\.key) == ["page_url", "provider", "id", "title", "creator", "license", "license_url", "query", "key", "caption", "label", "pdq", "pdq_quality", "pdq_trimmed", "pdq_version", "purpose", "source_type", "source_type_from", "opt_outs_ignored"])
+        #expect(ManifestRecord.Field.all.filter { $0.nullWhen != nil }.map(\.key) == ["page_url", "provider", "id", "title", "creator", "license", "license_url", "query", "key", "caption", "label", "blurred_boxes", "pdq", "pdq_quality", "pdq_trimmed", "pdq_version", "purpose", "source_type", "source_type_from", "opt_outs_ignored"])
     }
 
     @Test func aLineHoldsEveryKeyInOrderAndNullForTheUnknown() throws {
@@ -54,7 +54,7 @@ struct ManifestRecordTests {
         }
         let unknownLine = String(decoding: try unknown.jsonLine(), as: UTF8.self)
         #expect(unknownLine.contains(#""provider":null,"id":null,"title":null,"creator":null,"license":null,"license_url":null"#))
-        #expect(unknownLine.contains(#""query":null,"fetched_at":"1970-01-01T00:00:00Z","key":null,"caption":null,"label":null,"original_width":1,"original_height":2,"original_format":"png","original_bytes":3,"pdq":null,"pdq_quality":null,"pdq_trimmed":null,"pdq_version":null,"purpose":null,"generated":false,"source_type":null,"source_type_from":null,"c2pa":false,"opt_outs_ignored":null}"#))
+        #expect(unknownLine.contains(#""query":null,"fetched_at":"1970-01-01T00:00:00Z","key":null,"caption":null,"label":null,"original_width":1,"original_height":2,"original_format":"png","original_bytes":3,"blurred_boxes":null,"pdq":null,"pdq_quality":null,"pdq_trimmed":null,"pdq_version":null,"purpose":null,"generated":false,"source_type":null,"source_type_from":null,"c2pa":false,"opt_outs_ignored":null}"#))
         // Strings are escaped by JSONEncoder, slashes left alone
         let knownLine = String(decoding: try known.jsonLine(), as: UTF8.self)
         #expect(knownLine.contains(#""title":"A \"quoted\" <title>\n""#))
