@@ -33,3 +33,16 @@ folder = out / "laion-folder"
 folder.mkdir(exist_ok=True)
 pq.write_table(laion.slice(0, 6), folder / "part-00000.parquet", compression="zstd")
 pq.write_table(laion.slice(6), folder / "part-00001.parquet", compression="gzip", data_page_version="2.0")
+
+# DataComp's columns (uid, url, text, original_width, original_height, sha256, face_bboxes): row 0 a face to blur, row 1
+# a digest no served image has, row 2 no boxes and no digest, row 3 boxes that are not a list of four numbers.
+datacomp = pa.table({
+    "uid": pa.array([f"{index:032x}" for index in range(4)], pa.string()),
+    "url": pa.array([f"http://images.test/{index}.png" for index in range(4)], pa.string()),
+    "text": pa.array([f"datacomp {index}" for index in range(4)], pa.string()),
+    "original_width": pa.array([20, 21, 22, 23], pa.int64()),
+    "original_height": pa.array([20, 20, 20, 20], pa.int64()),
+    "sha256": pa.array(["", hashlib.sha256(b"not the image").hexdigest(), None, ""], pa.string()),
+    "face_bboxes": pa.array([[[0.1, 0.1, 0.6, 0.6]], [], None, [[0.5, 0.5]]], pa.list_(pa.list_(pa.float64()))),
+})
+pq.write_table(datacomp, out / "datacomp-part.parquet", compression="zstd")

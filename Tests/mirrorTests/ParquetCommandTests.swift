@@ -74,6 +74,34 @@ struct ParquetCommandTests {
         #expect(seventh?["caption"] as? String == "caption 7 — café")
     }
 
+    @Test func aDataCompPartIsCheckedAndBlurredFromItsColumns() async throws {
+        // Given DataComp's columns: a face to blur, a digest no served image has, a row with neither, boxes that are
+        // not boxes (a list<list<double>> column, as DataComp writes face_bboxes)
+        let server = try imageServer()
+        defer { server.stop() }
+        let out = TemporaryFolder()
+
+        // When it is run as DataComp's download script runs img2dataset
+        let run = try await MirrorBinary.run([
+            "urls", Self.tables.appendingPathComponent("datacomp-part.parquet").path, "--out", out.path, "--caption-col", "text",
+            "--keep-cols", "uid", "--verify-hash", "sha256", "--blur-col", "face_bboxes", "--connect-to", "::127.0.0.1:\(server.port)",
+            "--json",
+        ])
+
+        // Then the face is blurred (one box), the wrong digest fails its row for good, and the bad boxes fail theirs
+        // before anything is fetched
+        #expect(run.status == 3, "stderr: \(run.stderr)")
+        let summary = try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any]
+        #expect(summary?["saved"] as? Int == 2, "\(run.stdout)")
+        let failures = summary?["failures"] as? [String: Int]
+        #expect(failures?["hash-mismatch"] == 1 && failures?["bad-boxes"] == 1, "\(run.stdout)")
+        let byKey = Dictionary(uniqueKeysWithValues: try records(out).map { ($0["key"] as? String ?? "", $0) })
+        #expect(byKey["000000000"]?["blurred_boxes"] as? Int == 1, "\(byKey)")
+        #expect(byKey["000000000"]?["uid"] as? String == String(repeating: "0", count: 32))
+        #expect(byKey["000000002"]?["blurred_boxes"] as? Int == 0, "\(byKey)")
+        #expect(!server.requests.contains { $0.path == "/3.png" })
+    }
+
     @Test func aFileThatIsNotReadableIsOneLineAndExit65() async throws {
         // Given a Parquet file cut in the middle, and one whose footer is damaged
         let whole = try Data(contentsOf: Self.tables.appendingPathComponent("laion-part.parquet"))
