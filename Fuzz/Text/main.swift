@@ -4,7 +4,7 @@
 // Not part of Package.swift: `scripts/fuzz` compiles it with `-sanitize=fuzzer,address -parse-as-library`
 // against MirrorKit (and MirrorTransport, for `RetryAfter`) built in `.build-fuzz` with testing enabled.
 //
-// The first byte picks the function (mod 7); the rest is its input: a table's raw bytes, or for the others the bytes
+// The first byte picks the function (mod 6; 255 alone: a box column's value); the rest is its input: a table's raw bytes, or for the others the bytes
 // decoded as UTF-8 (invalid bytes repaired). Besides "no trap", file names are checked against the promises in
 // `FileNaming`'s documentation, and tables against `TableReader`'s: rows in order, a bounded buffer, no byte replaced.
 import Foundation
@@ -53,7 +53,16 @@ public func fuzzText(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
     let text = String(decoding: data, as: UTF8.self)
     let format = formats[Int(selector >> 3) % formats.count]
 
-    switch selector % 7 {
+    if selector == 0xFF {
+        // A box column's value: at most 1,000 boxes, each corner within the image, or a reason.
+        do throws(BlurBoxes.Malformed) {
+            checkBoxes(try BlurBoxes(parsing: data))
+        } catch {
+            precondition(!error.reason.isEmpty, "a value refused without a reason")
+        }
+        return 0
+    }
+    switch selector % 6 {
     case 0:
         // A table of URLs, raw bytes (gzip when they start like it) in each format (bits 3–4 of the selector), with the
         // real bounds or (bit 5) tiny ones, so that a 4 KB input reaches the over-long row, URL, quoted field and nesting:
@@ -130,13 +139,6 @@ public func fuzzText(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
         _ = ProviderFailure.delayMentioned(in: text)
         if let wait = APIResponse(status: 429, headers: ["Retry-After": text, "Date": text], body: Data()).retryAfterHint {
             precondition(wait > .zero, "non-positive hint \(wait)")
-        }
-    case 6:
-        // A box column's value: at most 1,000 boxes, each corner within the image, or a reason.
-        do throws(BlurBoxes.Malformed) {
-            checkBoxes(try BlurBoxes(parsing: data))
-        } catch {
-            precondition(!error.reason.isEmpty, "a value refused without a reason")
         }
     default:
         let secrets = ["fuzz-secret-0123456789"]

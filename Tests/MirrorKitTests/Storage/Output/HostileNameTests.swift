@@ -24,6 +24,7 @@ struct HostileNameTests {
         ("rtl\u{202E}gnp.exe", "rtl-gnp.exe.png"),
         ("..", "image.png"),
         (".hidden", "hidden.png"),
+        ("a..\u{301}b...c", "a.\u{301}b.c.png"),  // a combining mark on a dot once made sanitize loop for ever
     ])
     func aHostileStemBecomesASafeFlatName(stem: String, expected: String) {
         // Given a stem built to escape or deceive, When it is made a file name, Then it is flat, visible and plain
