@@ -32,7 +32,10 @@ public enum FileNaming {
         name = truncated(name, toUTF8Bytes: maximumLength)
         name = trimmingEdges(name)
         if name.isEmpty { return fallback }
-        return guardingReserved(name)
+        let guarded = guardingReserved(name)
+        // A reserved name's `_` must fit too (`CON.` and 146 more bytes came out 151 long: the text fuzzer).
+        guard guarded.utf8.count > maximumLength else { return guarded }
+        return guardingReserved(trimmingEdges(truncated(name, toUTF8Bytes: maximumLength - 1)))
     }
 
     /// ASCII letters, digits, `-`, `_` and `.`.

@@ -41,6 +41,15 @@ struct HostileNameTests {
         #expect(Self.isSafe(name))
     }
 
+    @Test func aLongReservedNameKeepsItsPrefixWithinTheLimit() {
+        // Given a stem that is a reserved device name, then far more than a name may hold
+        let stem = "CON." + String(repeating: "a", count: 146)
+
+        // When it is sanitised, Then the `_` it gains still fits
+        let name = FileNaming.sanitize(stem)
+        #expect(name.hasPrefix("_CON.") && name.utf8.count <= FileNaming.maximumLength, "\(name.utf8.count) bytes")
+    }
+
     @Test func theShortcutForPlainStemsKeepsWhatTheFilterKeeps() {
         // Given every byte, and stems of random plain bytes with the edge cases the rest of sanitize handles
         var generator = SystemRandomNumberGenerator()
