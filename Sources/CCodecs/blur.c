@@ -300,34 +300,30 @@ int mc_blur(struct mc_pixels *pixels, const struct mirror_codecs_box *boxes, int
     float *coverage = malloc(mc_mul(mc_image_bytes(columns, reached, 1), sizeof(float)));
     float *lines = malloc(mc_mul((size_t)longer, 5 * sizeof(float)));
     double *sums = malloc(mc_mul((size_t)columns, sizeof(double)));
+    // One way out, whatever happened: every buffer freed once (`status` is 0 here: the boxes were read).
     if (!across || (!kernel.weights && !other) || !coverage || !lines || !sums) {
-        free(across);
-        free(other);
-        free(coverage);
-        free(lines);
-        free(sums);
-        free(kernel.weights);
-        free(rects);
-        return mc_fail(error, MIRROR_CODECS_FAILED, "out of memory to blur %d x %d pixels", width, height);
-    }
-    // A line read, its blurred samples, the box filters' scratch.
-    float *line = lines, *result = lines + longer, *scratch = lines + 2 * (size_t)longer;
-    // The mask first (c == channels), then one channel at a time: across each row, then down the columns, row by row.
-    for (int c = channels; c >= 0; c--) {
-        for (int y = first; y < last; y++) {
-            if (c == channels) {
-                memset(line, 0, (size_t)width * sizeof(float));
-                for (int index = 0; index < kept; index++)
-                    if (y >= rects[index].y0 && y < rects[index].y1)
-                        for (int x = rects[index].x0; x < rects[index].x1; x++) line[x] = 1;
-            } else {
-                const unsigned char *row = pixels->data + (size_t)y * (size_t)width * (size_t)channels + (size_t)c;
-                for (int x = 0; x < width; x++) line[x] = row[(size_t)x * (size_t)channels];
+        status = mc_fail(error, MIRROR_CODECS_FAILED, "out of memory to blur %d x %d pixels", width, height);
+    } else {
+        // A line read, its blurred samples, the box filters' scratch.
+        float *line = lines, *result = lines + longer, *scratch = lines + 2 * (size_t)longer;
+        // The mask first (c == channels), then one channel at a time: across each row, then down the columns, row by row.
+        for (int c = channels; c >= 0; c--) {
+            for (int y = first; y < last; y++) {
+                if (c == channels) {
+                    memset(line, 0, (size_t)width * sizeof(float));
+                    for (int index = 0; index < kept; index++)
+                        if (y >= rects[index].y0 && y < rects[index].y1)
+                            for (int x = rects[index].x0; x < rects[index].x1; x++) line[x] = 1;
+                } else {
+                    const unsigned char *row = pixels->data + (size_t)y * (size_t)width * (size_t)channels + (size_t)c;
+                    for (int x = 0; x < width; x++) line[x] = row[(size_t)x * (size_t)channels];
+                }
+                mc_blur_line(line, width, across + (size_t)(y - first) * (size_t)columns, reach.x0, reach.x1, &kernel, scratch);
             }
-            mc_blur_line(line, width, across + (size_t)(y - first) * (size_t)columns, reach.x0, reach.x1, &kernel, scratch);
+            struct mc_blur_target target = {coverage, pixels, c, reach.x0, columns, reach.y0, c == channels};
+            mc_blur_down(across, other, rows, columns, reach.y0 - first, reach.y1 - first, &kernel, sums, result, &target, first);
         }
-        struct mc_blur_target target = {coverage, pixels, c, reach.x0, columns, reach.y0, c == channels};
-        mc_blur_down(across, other, rows, columns, reach.y0 - first, reach.y1 - first, &kernel, sums, result, &target, first);
+        *blurred = kept;
     }
     free(across);
     free(other);
@@ -336,6 +332,5 @@ int mc_blur(struct mc_pixels *pixels, const struct mirror_codecs_box *boxes, int
     free(sums);
     free(kernel.weights);
     free(rects);
-    *blurred = kept;
-    return 0;
+    return status;
 }

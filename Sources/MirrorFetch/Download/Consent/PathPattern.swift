@@ -81,7 +81,7 @@ package struct PathPattern: Sendable, Hashable {
         anchored = body.last == UInt8(ascii: "$")
         if anchored { body = body.dropLast() }
         // A `$` before the end is an ordinary octet, compared as the URL's `$` is: escaped (``PathMatching/target(_:)``).
-        let literal = body.flatMap { $0 == UInt8(ascii: "$") ? Array("%24".utf8) : [$0] }
+        let literal = PathMatching.escaping(body, operators: [UInt8(ascii: "$")])
         let runs = literal.split(separator: UInt8(ascii: "*"), omittingEmptySubsequences: false)
         prefix = Array(runs[0])
         pieces = runs.dropFirst().map { Piece(Array($0)) }
@@ -234,13 +234,22 @@ package enum PathMatching {
     /// are operators and the escapes stand for the octets themselves (RFC 9309 §2.2.3; TDMRep `#sec-tdm-file-regexp`:
     /// `/path/foo-%24` matches `/path/foo-$`).
     package static func target(_ octets: [UInt8]) -> [UInt8] {
-        normalised(octets).flatMap { octet -> [UInt8] in
-            switch octet {
-            case UInt8(ascii: "*"): Array("%2A".utf8)
-            case UInt8(ascii: "$"): Array("%24".utf8)
-            default: [octet]
+        escaping(normalised(octets), operators: [UInt8(ascii: "*"), UInt8(ascii: "$")])
+    }
+
+    /// `octets` with each of `operators` written as its `%XX` escape.
+    static func escaping(_ octets: some Collection<UInt8>, operators: [UInt8]) -> [UInt8] {
+        guard octets.contains(where: operators.contains) else { return Array(octets) }
+        var output: [UInt8] = []
+        output.reserveCapacity(octets.count + 8)
+        for octet in octets {
+            if operators.contains(octet) {
+                output += [UInt8(ascii: "%"), hexDigits[Int(octet >> 4)], hexDigits[Int(octet & 0xF)]]
+            } else {
+                output.append(octet)
             }
         }
+        return output
     }
 
     /// `octets` as they are compared: every octet outside printable ASCII (and the space) percent-encoded, every

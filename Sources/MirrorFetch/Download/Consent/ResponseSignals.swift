@@ -23,9 +23,6 @@ public struct XRobotsTag: Sendable, Hashable {
         self.agents = agents.map { $0.lowercased() }
     }
 
-    /// The first product token.
-    public var agent: String { agents.first ?? "mirror" }
-
     /// The directives of every `X-Robots-Tag` header that apply to mirror, lowercase, in order.
     public func directives(headers: [(name: String, value: String)]) -> [String] {
         headers.filter { $0.name.equalsIgnoringASCIICase("x-robots-tag") }.flatMap { directives(value: $0.value) }

@@ -287,8 +287,12 @@ public struct RobotsRules: Sendable, Codable {
 
     /// What keeps `url` out, or `nil` when every token's group lets it be fetched.
     func refusal(for url: URL) -> Refusal? {
+        refusal(target: PathMatching.target(of: url))
+    }
+
+    /// What keeps the path and query `target` (``PathMatching/target(of:)``) out, or `nil`.
+    func refusal(target: [UInt8]) -> Refusal? {
         guard compiled.contains(where: { !$0.rules.isEmpty }) else { return nil }
-        let target = PathMatching.target(of: url)
         for (group, compiled) in zip(groups, compiled) where !compiled.rules.isEmpty {
             switch compiled.rules.lookup(target, choosing: .longest) {
             case .tooCostly:
@@ -304,16 +308,16 @@ public struct RobotsRules: Sendable, Codable {
         return nil
     }
 
-    /// The `disallow` rule that keeps `url` out, as written (`Disallow: /private/`), or `nil` when it may be fetched.
-    func disallowingRule(for url: URL) -> String? {
-        refusal(for: url)?.rule
-    }
-
     /// What the groups' `Content-Signal` and `Content-Usage` lines say of `url`, as evidence (none for a URL the file
     /// disallows). Two tokens that read the same group give its lines once.
     public func evidence(for url: URL) -> [ConsentEvidence] {
-        guard compiled.contains(where: { !$0.usage.isEmpty }), allows(url) else { return [] }
         let target = PathMatching.target(of: url)
+        return refusal(target: target) == nil ? usageEvidence(target: target) : []
+    }
+
+    /// What the usage lines say of `target`, a path and query already known to be allowed.
+    func usageEvidence(target: [UInt8]) -> [ConsentEvidence] {
+        guard compiled.contains(where: { !$0.usage.isEmpty }) else { return [] }
         var evidence: [ConsentEvidence] = []
         var readGroups: Set<String> = []
         for (group, compiled) in zip(groups, compiled) where !compiled.usage.isEmpty && readGroups.insert(group.label).inserted {

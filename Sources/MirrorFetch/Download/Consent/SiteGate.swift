@@ -259,17 +259,19 @@ public final class SiteGate: Sendable {
                 location: "robots.txt (\(unavailable.message))", term: .unavailable(reason: unavailable.reason, transient: unavailable.transient)
             )]
         }
+        // The URL made a target once, for every file's lookups.
+        let target = PathMatching.target(of: url)
         var evidence: [ConsentEvidence] = []
-        if let refusal = files.robots.refusal(for: url) {
+        if let refusal = files.robots.refusal(target: target) {
             let line = refusal.line > 0 ? ", line \(refusal.line)" : ""
             evidence.append(ConsentEvidence(
                 signal: .robots, value: "robots.txt disallows \(url.path(percentEncoded: true))",
                 location: "robots.txt \(refusal.rule) (\(refusal.group)\(line))", term: .disallow
             ))
         } else {
-            evidence += files.robots.evidence(for: url)
+            evidence += files.robots.usageEvidence(target: target)
         }
-        if let tdmrep = files.tdmrep.evidence(for: url) { evidence.append(tdmrep) }
+        if let tdmrep = files.tdmrep.evidence(target: target) { evidence.append(tdmrep) }
         return evidence
     }
 

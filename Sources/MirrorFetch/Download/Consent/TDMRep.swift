@@ -130,8 +130,13 @@ public enum TDMRep {
         /// A file whose locations cost more than ``PatternSet/workLimit`` to match the URL reserves it, as its
         /// first reserving rule, if it has one.
         public func rule(for url: URL) -> (number: Int, rule: Rule)? {
+            rule(target: PathMatching.target(of: url))
+        }
+
+        /// ``rule(for:)`` for a path and query already made a target (``PathMatching/target(of:)``).
+        func rule(target: [UInt8]) -> (number: Int, rule: Rule)? {
             guard !rules.isEmpty else { return nil }
-            switch locations.lookup(PathMatching.target(of: url), choosing: .first) {
+            switch locations.lookup(target, choosing: .first) {
             case let .matched(chosen):
                 return chosen.first.map { ($0 + 1, rules[$0]) }
             case .tooCostly:
@@ -141,7 +146,12 @@ public enum TDMRep {
 
         /// What the file says of `url`, as evidence: the first matching rule's reservation, when it sets one.
         public func evidence(for url: URL) -> ConsentEvidence? {
-            guard let (number, rule) = rule(for: url), let reserved = rule.reserved else { return nil }
+            evidence(target: PathMatching.target(of: url))
+        }
+
+        /// ``evidence(for:)`` for a path and query already made a target.
+        func evidence(target: [UInt8]) -> ConsentEvidence? {
+            guard let (number, rule) = rule(target: target), let reserved = rule.reserved else { return nil }
             return ConsentEvidence(
                 signal: .tdmrepFile, value: "tdm-reservation: \(reserved ? 1 : 0)",
                 location: "\(TDMRep.wellKnownPath) rule \(number) (location \(rule.location))",
