@@ -46,11 +46,17 @@ public final class FolderLock: Sendable {
         _ = pid.withCString { pwrite(descriptor, $0, strlen($0), 0) }
     }
 
-    /// Releases the lock now (closing the descriptor does it), rather than whenever the last reference goes — which
-    /// may be a moment later, on another thread. Safe to call again.
+    /// Releases the lock now, rather than whenever the last reference goes — which may be a moment later, on another
+    /// thread. Safe to call again.
+    ///
+    /// Unlocked explicitly before the close: a `flock` lock belongs to the open file, and a child this process is
+    /// spawning at that moment holds a copy of every descriptor between its fork and its exec (`O_CLOEXEC` closes them
+    /// only at the exec), so closing alone could leave the folder locked for that while — a CI run reopening a folder
+    /// beside suites that start processes was refused so.
     public func release() {
         guard let descriptor = descriptor.withLock({ value -> Int32? in defer { value = nil }; return value }) else { return }
         _ = ftruncate(descriptor, 0)
+        _ = flock(descriptor, LOCK_UN)
         close(descriptor)
     }
 

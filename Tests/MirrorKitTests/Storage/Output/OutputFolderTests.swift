@@ -146,6 +146,28 @@ struct OutputFolderTests {
         withExtendedLifetime(first) {}
     }
 
+    @Test func aReleasedLockIsFreeWhileACopyOfItsDescriptorIsStillOpen() throws {
+        // Given a folder's lock, and a copy of its descriptor — what a child this process is spawning holds between its
+        // fork and its exec
+        let directory = TemporaryFolder()
+        let folder = try OutputFolder(directory: directory.url)
+        let lockPath = directory.url.appendingPathComponent(".mirror/lock").resolvingSymlinksInPath().path
+        let descriptors = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").compactMap(Int32.init)
+        let original = try #require(descriptors.first { descriptor in
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(descriptor)")) == lockPath
+        })
+        let copy = dup(original)
+        try #require(copy >= 0)
+        defer { close(copy) }
+
+        // When the folder lets its lock go, the copy still open
+        folder.releaseLock()
+
+        // Then another run can take it at once
+        let again = try OutputFolder(directory: directory.url)
+        again.releaseLock()
+    }
+
     @Test func aFileIsNotAFolder() throws {
         let directory = TemporaryFolder()
         let file = directory.url.appendingPathComponent("plain")
