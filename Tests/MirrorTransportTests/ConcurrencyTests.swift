@@ -109,24 +109,27 @@ struct ConcurrencyTests {
         var generator = SystemRandomNumberGenerator()
 
         let completions = Locked<[Int: Int]>([:])
-        let outcomes = Locked<(ok: Int, cancelled: Int, other: Int)>((0, 0, 0))
+        let outcomes = Locked<(ok: Int, cancelled: Int, other: [String: Int])>((0, 0, [:]))
         do {
             let driver = CurlMultiDriver(threadName: threadName, maximumConnectionAge: nil)
             #expect(await eventually { threadCount(named: threadName) == 1 })
             var tasks: [TransferTask] = []
             for index in 0..<1000 {
                 let path = index % 10 == 0 ? "/stall?prefix=10&length=100" : "/bytes/\(500 + index % 13)"
-                // A generous connect limit: 1,000 connections at once to an instrumented server (ThreadSanitizer) can
-                // take longer than the default 10 s to be accepted, and a connect timeout is not what this test is about.
+                // Generous limits: 1,000 connections at once to an instrumented server (ThreadSanitizer) on a loaded
+                // machine can take longer than the default 10 s to be accepted, and a body longer than the default 20 s
+                // under 1,000 bytes/s to arrive (a CI run saw 581 of them fail so, the ten-percent held ones among them,
+                // before the test came to cancel those); neither timeout is what this test is about.
                 var request = TransferRequest(url: server.url(path))
-                request.connectTimeout = .seconds(120)
+                request.connectTimeout = .seconds(600)
+                request.stall = TransferRequest.StallPolicy(minimumBytesPerSecond: 1, window: .seconds(600))
                 let task = driver.start(request) { result in
                     completions.withLock { $0[index, default: 0] += 1 }
                     outcomes.withLock { counts in
                         switch result {
                         case .success: counts.ok += 1
                         case .failure(.cancelled): counts.cancelled += 1
-                        case .failure: counts.other += 1
+                        case let .failure(error): counts.other[error.description, default: 0] += 1
                         }
                     }
                 }
@@ -137,13 +140,13 @@ struct ConcurrencyTests {
                 }
             }
             // Cancel whatever is still stalled, then wait for every completion.
-            #expect(await eventually(within: .seconds(30)) {
+            #expect(await eventually(within: .seconds(300)) {
                 driver.activeTransferCount <= 100
             })
             // The stalled transfers hold their connections: what the count below must see fall to zero.
             #expect(openSocketCount(toPort: server.port) > 0)
             for (index, task) in tasks.enumerated() where index % 10 == 0 { task.cancel() }
-            #expect(await eventually(within: .seconds(30)) { driver.activeTransferCount == 0 })
+            #expect(await eventually(within: .seconds(300)) { driver.activeTransferCount == 0 })
             driver.shutdown()
         }
 
@@ -152,9 +155,9 @@ struct ConcurrencyTests {
         #expect(counts.count == 1000)
         #expect(counts.values.allSatisfy { $0 == 1 })
         let (ok, cancelled, other) = outcomes.withLock { $0 }
-        print("1000 transfers: \(ok) ok, \(cancelled) cancelled, \(other) other")
+        print("1000 transfers: \(ok) ok, \(cancelled) cancelled, \(other.values.reduce(0, +)) other")
         #expect(ok + cancelled == 1000)
-        #expect(other == 0)
+        #expect(other.isEmpty, "failed otherwise: \(other)")
         #expect(cancelled >= 100)
         // No thread or socket outlives the driver, and every connection is closed at both ends.
         #expect(await eventually { threadCount(named: threadName) == 0 })
