@@ -5,7 +5,6 @@
 @_exported import MirrorSearch
 @_exported import MirrorStorage
 @_exported import MirrorTransport  // the HTTPLoading a Pipeline or a SiteGate takes, and its one production driver
-import MirrorSync
 
 /// The version of this build of mirror.
 public let version = MirrorVersion.current

@@ -1,6 +1,5 @@
 import CCurl
 import Foundation
-import MirrorSync
 
 extension MirrorVersion {
     /// The default `User-Agent`: `mirror/<version> libcurl/<version>`.

@@ -1,5 +1,4 @@
 import Foundation
-import MirrorSync
 
 /// One HTTP request for the multi driver: what to fetch, with which limits, and where the body goes.
 ///

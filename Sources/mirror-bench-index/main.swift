@@ -9,7 +9,6 @@
 // fullest probed buckets).
 import Foundation
 import MirrorCore
-import MirrorImages
 import MirrorStorage
 
 func residentBytes() -> Int {

@@ -1,8 +1,6 @@
 import Foundation
 import MirrorSync
-import MirrorCore
 import MirrorStorage
-import MirrorTransport
 
 /// An `Operation` that finishes when its work says so, not when `start()` returns.
 ///

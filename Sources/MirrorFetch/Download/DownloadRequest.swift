@@ -1,8 +1,5 @@
 import Foundation
-import MirrorCore
-import MirrorImages
 import MirrorStorage
-import MirrorTransport
 
 /// One image to download into a folder.
 public struct DownloadRequest: Sendable {

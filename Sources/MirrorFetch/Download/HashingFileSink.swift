@@ -2,7 +2,6 @@ import Crypto
 import Foundation
 import MirrorCore
 import MirrorImages
-import MirrorStorage
 import MirrorTransport
 
 /// Writes a body to a temporary file while hashing it, and stops early when the first bytes are

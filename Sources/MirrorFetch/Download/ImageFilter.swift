@@ -1,8 +1,5 @@
 import Foundation
-import MirrorCore
 import MirrorImages
-import MirrorStorage
-import MirrorTransport
 
 /// Which valid images are wanted: minimum dimensions and formats.
 public struct ImageFilter: Sendable, Hashable {

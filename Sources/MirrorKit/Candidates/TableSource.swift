@@ -1,9 +1,7 @@
 import Foundation
 import MirrorSync
 import MirrorCore
-import MirrorSearch
 import MirrorStorage
-import MirrorTransport
 
 /// A table of URLs as a pipeline's ``CandidateSource``: each row becomes a candidate named after its URL's last path
 /// segment, keyed by its position, with its caption and kept columns for the record. A bad row becomes a ``BadRow``,

@@ -1,6 +1,5 @@
 import Foundation
 import MirrorCore
-import MirrorSearch
 import MirrorStorage
 
 /// `DIR/ATTRIBUTION.md`: every image with its title, creator, licence and source link, grouped by licence (the

@@ -1,7 +1,5 @@
 import Foundation
 import MirrorCore
-import MirrorFetch
-import MirrorSearch
 import MirrorStorage
 
 /// `DIR/gallery/`: a static contact sheet of a collection — pages of thumbnail tiles with title, creator, licence and

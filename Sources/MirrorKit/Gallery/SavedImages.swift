@@ -1,6 +1,5 @@
 import Foundation
 import MirrorCore
-import MirrorSearch
 import MirrorStorage
 
 /// What an output holds, read back for looking at: every saved image's record and where its bytes are, whatever the

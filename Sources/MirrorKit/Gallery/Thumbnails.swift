@@ -3,9 +3,7 @@ import MirrorSync
 import MirrorCore
 import MirrorFetch
 import MirrorImages
-import MirrorSearch
 import MirrorStorage
-import MirrorTransport
 
 /// 256-pixel JPEG thumbnails of a collection's images, made with libvips once and kept in `.mirror/thumbs/`, named by
 /// the image's SHA-256 (so an image saved twice has one thumbnail, and a changed file gets a new one).

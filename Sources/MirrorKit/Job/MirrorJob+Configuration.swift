@@ -1,10 +1,8 @@
 import Foundation
 import MirrorCore
 import MirrorFetch
-import MirrorImages
 import MirrorSearch
 import MirrorStorage
-import MirrorTransport
 
 extension MirrorJob {
     /// Settings of a run.

@@ -1,7 +1,6 @@
 import Foundation
 import MirrorFetch
 import MirrorSearch
-import MirrorStorage
 
 extension MirrorJob {
     /// Why a run could not start or go on: typed, so the CLI maps each case to its exit code and its one line

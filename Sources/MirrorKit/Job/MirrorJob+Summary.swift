@@ -1,7 +1,4 @@
 import Foundation
-import MirrorCore
-import MirrorFetch
-import MirrorSearch
 import MirrorStorage
 
 extension MirrorJob {

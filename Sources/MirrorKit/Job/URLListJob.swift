@@ -1,7 +1,5 @@
 import Foundation
-import MirrorCore
 import MirrorFetch
-import MirrorImages
 import MirrorSearch
 import MirrorStorage
 import MirrorTransport

@@ -2,7 +2,6 @@ import Foundation
 import MirrorSync
 import MirrorCore
 import MirrorFetch
-import MirrorImages
 import MirrorSearch
 import MirrorStorage
 import MirrorTransport

@@ -1,5 +1,4 @@
 import Foundation
-import MirrorCore
 
 /// An HTTP request a provider wants sent; the provider itself never performs I/O.
 ///

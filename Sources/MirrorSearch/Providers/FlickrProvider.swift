@@ -1,5 +1,4 @@
 import Foundation
-import MirrorCore
 
 /// Searches Flickr (`flickr.photos.search`, JSON with `nojsoncallback=1`); needs `FLICKR_API_KEY`.
 ///

@@ -1,5 +1,4 @@
 import Foundation
-import MirrorCore
 
 /// Searches Giphy (`GET /v1/gifs/search`); needs `GIPHY_API_KEY`.
 ///

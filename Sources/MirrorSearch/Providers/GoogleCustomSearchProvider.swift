@@ -1,5 +1,4 @@
 import Foundation
-import MirrorCore
 
 /// Searches Google's Custom Search JSON API in image mode (`searchType=image`); needs `GOOGLE_API_KEY` and `GOOGLE_CSE_ID`.
 ///

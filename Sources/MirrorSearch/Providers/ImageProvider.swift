@@ -1,5 +1,4 @@
 import Foundation
-import MirrorCore
 
 /// The fixed facts about a provider that do not depend on keys: its name, which variables it reads, where it lives.
 public struct ProviderDescriptor: Sendable, Hashable {

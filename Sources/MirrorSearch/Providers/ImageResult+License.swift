@@ -1,5 +1,4 @@
 import Foundation
-import MirrorCore
 
 extension ImageResult.License {
     /// Normalises what an API says about a licence into one vocabulary, or returns `nil` when it says nothing.

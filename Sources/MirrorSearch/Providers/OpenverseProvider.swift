@@ -1,5 +1,4 @@
 import Foundation
-import MirrorCore
 
 /// Searches Openverse (`GET /v1/images/`), the openly licensed media index; no key needed.
 ///

@@ -1,5 +1,4 @@
 import Foundation
-import MirrorCore
 
 /// Where the next page of a search starts; each provider picks the kind its API paginates by.
 ///

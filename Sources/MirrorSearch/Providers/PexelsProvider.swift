@@ -1,5 +1,4 @@
 import Foundation
-import MirrorCore
 
 /// Searches Pexels (`GET /v1/search`); needs `PEXELS_API_KEY`, sent as the raw `Authorization` header.
 ///

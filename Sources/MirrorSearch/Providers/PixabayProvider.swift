@@ -1,5 +1,4 @@
 import Foundation
-import MirrorCore
 
 /// Searches Pixabay (`GET /api/`); needs `PIXABAY_API_KEY`, sent as the `key` query parameter.
 ///

@@ -1,5 +1,4 @@
 import Foundation
-import MirrorCore
 
 /// Why a provider could not build a request or turn a response into a page.
 ///

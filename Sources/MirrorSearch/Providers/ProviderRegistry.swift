@@ -1,5 +1,4 @@
 import Foundation
-import MirrorCore
 
 /// The list of every provider `mirror` knows, looked up by name.
 ///

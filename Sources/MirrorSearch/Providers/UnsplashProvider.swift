@@ -1,5 +1,4 @@
 import Foundation
-import MirrorCore
 
 /// Searches Unsplash (`GET /search/photos`); needs `UNSPLASH_ACCESS_KEY`, sent as `Authorization: Client-ID <key>`.
 ///

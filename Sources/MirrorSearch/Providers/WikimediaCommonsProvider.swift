@@ -1,5 +1,4 @@
 import Foundation
-import MirrorCore
 
 /// Searches Wikimedia Commons through the MediaWiki Action API (`generator=search` over the File namespace); no key needed.
 ///

@@ -1,5 +1,4 @@
 import Foundation
-import MirrorCore
 
 /// Why a search could not go on: what ``SearchFeed/next()`` and ``APIClient`` throw.
 ///

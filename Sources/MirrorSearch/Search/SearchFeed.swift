@@ -2,7 +2,6 @@ import Foundation
 import MirrorSync
 import MirrorCore
 import MirrorStorage
-import MirrorTransport
 
 /// The stream of search candidates a job consumes: providers in order, pages fetched lazily, duplicates dropped.
 ///

@@ -1,4 +1,3 @@
-import MirrorCore
 
 /// What a ``SearchFeed`` has done so far: pages, requests, cache hits, and how each provider fared.
 public struct SearchStatistics: Sendable, Hashable {

@@ -1,5 +1,4 @@
 import Foundation
-import MirrorCore
 
 extension DiskCache {
     /// What one ``sweep()`` removed.

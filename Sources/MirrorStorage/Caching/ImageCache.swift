@@ -1,5 +1,4 @@
 import Foundation
-import MirrorCore
 
 /// The two cache layers behind one façade: a ``MemoryCache`` for API pages and a ``DiskCache`` for image
 /// bodies and pages, with lookups that say where a hit came from.

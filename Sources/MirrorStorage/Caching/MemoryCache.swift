@@ -1,5 +1,4 @@
 import Foundation
-import MirrorCore
 
 /// An in-memory cache of small `Data` values (API pages, small bodies) keyed by ``CacheKey``, with byte
 /// costs, a count limit and optional expiry.

@@ -1,7 +1,6 @@
 import Foundation
 import MirrorSync
 import MirrorCore
-import MirrorTransport
 
 /// The images being decoded right now, kept in the output's state folder, so that a run a decoder kills names them to
 /// the next: a poison image costs a run once, never every rerun.

@@ -1,5 +1,4 @@
 import Foundation
-import MirrorCore
 import MirrorImages
 
 /// Safe file names for saved images.

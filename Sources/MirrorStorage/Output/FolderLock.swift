@@ -1,7 +1,6 @@
 import Foundation
 import MirrorSync
 import MirrorCore
-import MirrorTransport
 
 /// An exclusive lock on an output folder (`DIR/.mirror/lock`), so that two runs never write one folder.
 ///

@@ -1,8 +1,6 @@
 import Foundation
 import MirrorSync
 import MirrorCore
-import MirrorImages
-import MirrorTransport
 
 /// Publishes verified images into an output folder in batches: no duplicate bytes, no clobbered
 /// names, never more than allowed, and crash-safe at every instant.

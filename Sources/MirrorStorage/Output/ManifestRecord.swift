@@ -1,5 +1,4 @@
 import Foundation
-import MirrorCore
 import MirrorImages
 
 /// One line of `manifest.jsonl`: one saved image, with where it came from and what it is.

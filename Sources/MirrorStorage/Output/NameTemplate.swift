@@ -1,5 +1,4 @@
 import Foundation
-import MirrorCore
 import MirrorImages
 
 /// A file-name template such as `{provider}-{id}.{ext}` or `{index}-{title}-{sha8}.{ext}`.

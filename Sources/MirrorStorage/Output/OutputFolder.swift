@@ -2,7 +2,6 @@ import Foundation
 import MirrorSync
 import MirrorCore
 import MirrorImages
-import MirrorTransport
 
 /// An output folder as one run sees it: the lock, what is already saved (from `manifest.jsonl`),
 /// and the crash-safe way new images are published into it.

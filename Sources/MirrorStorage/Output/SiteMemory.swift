@@ -1,7 +1,6 @@
 import Foundation
 import GRDB
 import MirrorSync
-import MirrorCore
 
 /// What each origin's site files said (its robots.txt and TDMRep file, as the download layer encodes them), kept in an
 /// output's state folder for a while, so that a cron job that tops a folder up every hour does not ask every origin

@@ -1,6 +1,5 @@
 import Foundation
 import GRDB
-import MirrorCore
 
 /// The state database of an output folder, `DIR/.mirror/state.sqlite` (SQLite in WAL mode, through GRDB).
 ///

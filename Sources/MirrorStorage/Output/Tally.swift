@@ -1,5 +1,4 @@
 import Foundation
-import MirrorCore
 
 /// What was counted: one type for the pipeline's run, a shard's stats, `mirror status`'s sum of them, and the jobs'
 /// summaries.

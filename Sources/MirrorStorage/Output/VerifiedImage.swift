@@ -1,5 +1,4 @@
 import Foundation
-import MirrorCore
 import MirrorImages
 
 /// A downloaded, verified image in a temporary file inside its destination folder, waiting to be

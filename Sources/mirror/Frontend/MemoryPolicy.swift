@@ -1,6 +1,5 @@
 import CSyscalls
 import Foundation
-import MirrorKit
 
 /// How the process keeps a long run's resident memory close to its heap.
 ///

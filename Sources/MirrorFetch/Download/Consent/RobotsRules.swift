@@ -1,5 +1,4 @@
 import Foundation
-import MirrorCore
 import MirrorStorage
 
 /// A host's `robots.txt` as RFC 9309 and Google's reference parser (google/robotstxt) read it, for the product tokens a

@@ -1,6 +1,5 @@
 import Foundation
 import MirrorSync
-import MirrorCore
 import MirrorStorage
 import MirrorTransport
 

@@ -1,5 +1,4 @@
 import Foundation
-import MirrorCore
 import MirrorStorage
 
 /// The W3C TDM Reservation Protocol (TDMRep), as its Community Group's final report of 10 May 2024 specifies it

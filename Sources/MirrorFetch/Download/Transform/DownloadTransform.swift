@@ -1,8 +1,6 @@
 import Foundation
-import MirrorCore
 import MirrorImages
 import MirrorStorage
-import MirrorTransport
 
 /// A run's transform (`--resize`, `--encode`, and the rows' `--blur-col` boxes) with what bounds its decoding: the
 /// memory the transforms at once share, and the journal that remembers a decoder's crash.

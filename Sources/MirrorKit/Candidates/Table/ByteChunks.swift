@@ -1,8 +1,5 @@
 import CZlib
 import Foundation
-import MirrorCore
-import MirrorSearch
-import MirrorStorage
 
 /// A file (or standard input) read in chunks of at most 256 KiB, gunzipped on the way when its first bytes are gzip's
 /// magic number (whatever its name): a table of any size costs the same memory.

@@ -1,6 +1,3 @@
-import MirrorStorage
-import MirrorFetch
-import MirrorSearch
 
 /// Why a table cannot be read at all, or from some row on (a bad row is not an error: it is counted and reported, and
 /// the run goes on).

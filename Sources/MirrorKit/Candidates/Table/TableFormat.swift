@@ -1,7 +1,3 @@
-import MirrorCore
-import MirrorStorage
-import MirrorFetch
-import MirrorSearch
 
 /// How a table of URLs is written: by its name's extension (before any `.gz`), or as `--input-format` says.
 public enum TableFormat: String, Sendable, CaseIterable {

@@ -1,7 +1,6 @@
 import Foundation
 import MirrorCore
 import MirrorFetch
-import MirrorSearch
 import MirrorStorage
 
 /// One row of a table of URLs, bad or good.

@@ -1,5 +1,4 @@
 import Foundation
-import MirrorCore
 
 /// Text clean-up shared by the providers: HTML to plain text, secret redaction, short error snippets.
 enum ProviderText {

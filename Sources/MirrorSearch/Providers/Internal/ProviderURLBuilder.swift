@@ -1,5 +1,4 @@
 import Foundation
-import MirrorCore
 
 /// Builds request URLs with strict query encoding and derives cache keys without secrets.
 ///

@@ -1,7 +1,5 @@
 import Foundation
 import MirrorSync
-import MirrorCore
-import MirrorTransport
 
 /// WebDataset shards in object storage: `s3://BUCKET/PREFIX/NNNNN.tar`, `.jsonl`, then `NNNNN_stats.json`, which is
 /// uploaded last and so marks the shard complete — on any machine that lists the prefix.

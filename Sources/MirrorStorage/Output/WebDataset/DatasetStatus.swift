@@ -1,5 +1,4 @@
 import Foundation
-import MirrorCore
 
 /// The sum of a dataset's shard stats — what `mirror status` prints: every copy's shards, merged by adding them up.
 public struct DatasetStatus: Sendable, Hashable {

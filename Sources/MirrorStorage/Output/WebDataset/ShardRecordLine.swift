@@ -1,5 +1,4 @@
 import Foundation
-import MirrorCore
 
 /// Lines of a shard's `NNNNN.jsonl`: every row, with `status` (`success`, `failed`, `invalid`, `duplicate`, `near_duplicate`,
 /// `filtered`, `opted_out`, `disallowed`), `error`, `reason` (a failure's key, as the stats count it: `http-503`,

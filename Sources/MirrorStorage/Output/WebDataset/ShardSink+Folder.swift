@@ -1,6 +1,5 @@
 import Foundation
 import MirrorCore
-import MirrorTransport
 
 /// The folder: which shards are complete, what a killed run left, and the shard size the folder was made with.
 extension ShardSink {

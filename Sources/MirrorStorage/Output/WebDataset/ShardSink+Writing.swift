@@ -1,6 +1,5 @@
 import Foundation
 import MirrorCore
-import MirrorTransport
 
 /// Writing: one shard's tar, records and stats (the stats last), locally or into object storage, and `sizes.json`.
 extension ShardSink {

@@ -1,7 +1,6 @@
 import Foundation
 import MirrorSync
 import MirrorCore
-import MirrorTransport
 
 /// WebDataset output: tar shards of a fixed number of table rows, each with its records and stats beside it.
 ///

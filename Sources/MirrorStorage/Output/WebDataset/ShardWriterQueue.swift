@@ -1,7 +1,6 @@
 import Foundation
 import MirrorSync
 import MirrorCore
-import MirrorTransport
 
 /// One background thread that writes shards in the order they complete, and tells when all are written.
 final class ShardWriterQueue: Sendable {
