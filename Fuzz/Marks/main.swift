@@ -4,8 +4,8 @@
 // Not part of Package.swift: `scripts/fuzz` compiles it with `-sanitize=fuzzer,address -parse-as-library` against
 // MirrorImages built in `.build-fuzz` (FoundationXML and libxml2 are linked, not instrumented).
 //
-// Input: [selector] then the payload; selector % 4: 0 an XMP packet (`MarkReaders.readXMPPacket`), 1 a JUMBF manifest
-// store (`readManifestStore`), 2 one CBOR item (`CBORDecoder`), 3 a whole image validated with `readsMarks`.
+// Input: [selector] then the payload; selector % 4: 0 an XMP packet (`MarkPayloadReaders.readXMPPacket`), 1 a JUMBF
+// manifest store (`readManifestStore`), 2 one CBOR item (`CBORDecoder`), 3 a whole image validated with `readsMarks`.
 // `scripts/fuzz marks` seeds each from the consent samples: the files, and the packets, stores and assertion bodies
 // extracted from them.
 //
@@ -14,7 +14,7 @@
 // decoded CBOR item, encoded again (definite lengths, shortest heads), decodes to the same item; an image's marks
 // never change whether it is accepted or what else is said of it, and only JPEG, PNG, GIF and WebP have marks.
 import Foundation
-import MirrorImages
+@_spi(Testing) import MirrorImages
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzMarks(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
@@ -23,9 +23,9 @@ public func fuzzMarks(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
     let payload = UnsafeRawBufferPointer(start: count > 1 ? start + 1 : nil, count: count - 1)
     switch selector {
     case 0:
-        check(MarkReaders.readXMPPacket(payload))
+        check(MarkPayloadReaders.readXMPPacket(payload))
     case 1:
-        check(MarkReaders.readManifestStore(payload))
+        check(MarkPayloadReaders.readManifestStore(payload))
     case 2:
         if let value = try? CBORDecoder.decode(payload) {
             var encoded: [UInt8] = []

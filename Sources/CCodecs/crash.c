@@ -7,7 +7,6 @@
 #include "mirror_codecs.h"
 #include <pthread.h>
 #include <signal.h>
-#include <stdint.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -55,7 +54,3 @@ void mirror_codecs_arm_crash_mark(int descriptor, long long offset, unsigned cha
 }
 
 void mirror_codecs_disarm_crash_mark(void) { mc_mark_descriptor = -1; }
-
-void mirror_codecs_crash_for_tests(void) {
-    *(volatile int *)(uintptr_t)16 = 1;  // a real fault: the page at 0 is never mapped
-}

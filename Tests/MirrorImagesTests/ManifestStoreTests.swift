@@ -1,5 +1,5 @@
 import Foundation
-import MirrorImages
+@_spi(Testing) import MirrorImages
 import Testing
 
 /// The C2PA reader on JUMBF stores built here, one structural detail at a time.
@@ -13,7 +13,7 @@ struct ManifestStoreTests {
     }
 
     static func read(_ store: [UInt8]) -> ImageMarks {
-        store.withUnsafeBytes { MarkReaders.readManifestStore($0) }
+        store.withUnsafeBytes { MarkPayloadReaders.readManifestStore($0) }
     }
 
     @Test("the active manifest is the last; labels keep their __N suffix")

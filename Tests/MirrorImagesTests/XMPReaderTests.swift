@@ -1,5 +1,5 @@
 import Foundation
-import MirrorImages
+@_spi(Testing) import MirrorImages
 import Testing
 
 /// The XMP reader on packets written here, one RDF/XML detail at a time.
@@ -22,7 +22,7 @@ struct XMPReaderTests {
     }
 
     static func read(_ bytes: [UInt8]) -> ImageMarks {
-        bytes.withUnsafeBytes { MarkReaders.readXMPPacket($0) }
+        bytes.withUnsafeBytes { MarkPayloadReaders.readXMPPacket($0) }
     }
 
     static func dataMining(_ value: String, _ origin: String = "XMP") -> ImageMarks.Mark {

@@ -148,8 +148,5 @@ enum mirror_codecs_status mirror_codecs_pdq_estimate(const unsigned char *input,
 void mirror_codecs_arm_crash_mark(int descriptor, long long offset, unsigned char byte);
 /// Disarms the calling thread's crash mark.
 void mirror_codecs_disarm_crash_mark(void);
-/// Faults (SIGSEGV) on the calling thread, as a decoder reading past its buffer would: the hook behind
-/// MIRROR_TEST_CRASH_DECODING, for the test that kills mirror inside a decode.
-void mirror_codecs_crash_for_tests(void);
 
 #endif

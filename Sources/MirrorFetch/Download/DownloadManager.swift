@@ -235,9 +235,6 @@ public final class DownloadManager: Sendable {
     /// Downloads in progress or waiting (including waiting retries).
     public var pendingCount: Int { state.withLock { $0.tickets.count } }
 
-    /// Hosts with per-host state kept (limits, slow-downs, waiting downloads).
-    var trackedHostCount: Int { state.withLock { $0.slots.hostCount } }
-
     /// Returns when no download is pending.
     public func waitUntilIdle() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in

@@ -185,8 +185,8 @@ public final class SiteGate: Sendable {
         }
     }
 
-    /// Why robots.txt refuses `url` (`robots.txt disallows /private/`), or `nil` when it may be fetched.
-    public func refusal(for url: URL) async -> String? {
+    /// Why robots.txt refuses `url` (`robots.txt disallows /private/`), or `nil` when it may be fetched. (For tests.)
+    func refusal(for url: URL) async -> String? {
         await evidence(for: url).first { $0.term == .disallow || $0.term.isUnavailable }?.value
     }
 

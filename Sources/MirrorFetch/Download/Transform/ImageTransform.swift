@@ -273,14 +273,20 @@ public struct ImageTransform: Sendable, Hashable {
         return try decode()
     }
 
-    /// For the test that kills mirror inside a decode (`PoisonImageTests`): with `MIRROR_TEST_CRASH_DECODING` set, a
-    /// URL containing its value makes the decoding thread fault (SIGSEGV, as a decoder reading past its buffer would)
-    /// while it is marked as being decoded. Nothing else reads the variable; unset, this is one comparison with `nil`.
+    #if DEBUG
+    /// For the test that kills mirror inside a decode (`PoisonImageTests`, which runs the debug build): with
+    /// `MIRROR_TEST_CRASH_DECODING` set, a URL containing its value makes the decoding thread fault (SIGSEGV, as a
+    /// decoder reading past its buffer would) while it is marked as being decoded. Compiled into debug builds only: a
+    /// release binary reads no such variable.
     private static let crashTrigger = ProcessInfo.processInfo.environment["MIRROR_TEST_CRASH_DECODING"].flatMap { $0.isEmpty ? nil : $0 }
 
     private static func crashForTests(_ url: URL) {
-        if let trigger = crashTrigger, url.absoluteString.contains(trigger) { mirror_codecs_crash_for_tests() }
+        // A real fault, not a Swift trap: the page at 0 is never mapped.
+        if let trigger = crashTrigger, url.absoluteString.contains(trigger) { UnsafeMutablePointer<Int32>(bitPattern: 16)!.pointee = 1 }
     }
+    #else
+    @inline(__always) private static func crashForTests(_ url: URL) {}
+    #endif
 
     /// Puts `data` in place of the download's temporary file and returns where it is: the same file, rewritten, when
     /// nothing else links to it; otherwise (the disk cache holds the download under another name) a new temporary

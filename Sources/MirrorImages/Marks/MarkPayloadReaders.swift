@@ -1,7 +1,7 @@
 /// The readers behind ``ImageValidator/readsMarks``, one payload at a time: entry points for unit tests and the
-/// fuzzer (`Fuzz/Marks`), which link MirrorImages without testing enabled. An image's marks come from
-/// ``ImageValidator/validate(_:)`` with `readsMarks` set; nothing here is needed for that.
-public enum MarkReaders {
+/// fuzzer (`Fuzz/Marks`, which links MirrorImages without testing enabled), so behind `@_spi(Testing)`: not the
+/// library's API. An image's marks come from ``ImageValidator/validate(_:)`` with `readsMarks` set.
+@_spi(Testing) public enum MarkPayloadReaders {
     /// Reads one XMP packet (UTF-8 RDF/XML) as an image's main packet would be read; its values are located
     /// `"XMP …"`. Returns the marks even when empty.
     public static func readXMPPacket(_ packet: UnsafeRawBufferPointer) -> ImageMarks {
