@@ -84,12 +84,18 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
+        // The vocabulary every layer above speaks, with no storage in it: how a row ended (`RowOutcome`) and what was
+        // counted (`Tally`), a verified image and its saved record (`VerifiedImage`, `ManifestRecord`), where an image came
+        // from (`CacheType`), consent's words (signals, purposes, reservations, evidence) and what a duplicate is
+        // (`Deduplication`, `NearDuplicatePolicy`).
+        .target(name: "MirrorModel", dependencies: ["MirrorImages"]),
         // Caching (memory, disk, the façade) and output (the folder, its state, WebDataset shards, object storage).
         .target(
             name: "MirrorStorage",
             dependencies: [
                 "MirrorSync",
                 "MirrorCore",
+                "MirrorModel",
                 "MirrorTransport",
                 "MirrorImages",
                 "CArchive",
@@ -104,6 +110,7 @@ let package = Package(
             dependencies: [
                 "MirrorSync",
                 "MirrorCore",
+                "MirrorModel",
                 "MirrorStorage",
                 "MirrorTransport",
                 "MirrorImages",
@@ -116,7 +123,7 @@ let package = Package(
             ]
         ),
         // Searching: one file per API's provider, the API client, the paginator and the feed. No CSV, no gzip.
-        .target(name: "MirrorSearch", dependencies: ["MirrorSync", "MirrorCore", "MirrorStorage", "MirrorTransport"]),
+        .target(name: "MirrorSearch", dependencies: ["MirrorSync", "MirrorCore", "MirrorModel", "MirrorStorage", "MirrorTransport"]),
         // The jobs: sources (the search feed, URL tables), the one pipeline, the jobs, the gallery; re-exports the layers
         // below, so that `import MirrorKit` is the library's whole API.
         .target(
@@ -124,6 +131,7 @@ let package = Package(
             dependencies: [
                 "MirrorSync",
                 "MirrorCore",
+                "MirrorModel",
                 "MirrorStorage",
                 "MirrorFetch",
                 "MirrorSearch",
@@ -156,7 +164,7 @@ let package = Package(
             ]
         ),
         .executableTarget(name: "mirror-bench-server", dependencies: ["MirrorTestSupport"]),  // serves a folder with latency for scripts/bench
-        .executableTarget(name: "mirror-bench-index", dependencies: ["MirrorCore", "MirrorImages", "MirrorStorage"]),  // times --dedup near's lookup at scale
+        .executableTarget(name: "mirror-bench-index", dependencies: ["MirrorCore", "MirrorImages", "MirrorModel", "MirrorStorage"]),  // times --dedup near's lookup at scale
         // Serves the APIEmulator on loopback for hand runs and scripts/demo; prints MIRROR_*_ENDPOINT and key variables.
         .executableTarget(name: "mirror-emulator", dependencies: ["MirrorTestSupport"]),
         .testTarget(name: "MirrorTransportTests", dependencies: ["MirrorSync", "MirrorTransport", "MirrorTestSupport"]),
@@ -164,7 +172,7 @@ let package = Package(
         .testTarget(
             name: "MirrorKitTests",
             dependencies: [
-                "MirrorSync", "MirrorKit", "MirrorCore", "MirrorStorage", "MirrorFetch", "MirrorSearch", "MirrorTestSupport", "CCodecs",
+                "MirrorSync", "MirrorKit", "MirrorCore", "MirrorModel", "MirrorStorage", "MirrorFetch", "MirrorSearch", "MirrorTestSupport", "CCodecs",
                 "CCodecsTesting", "CImageLibraries",
             ],
             resources: [.copy("Fixtures")]

@@ -2,6 +2,7 @@
 @_exported import MirrorCore
 @_exported import MirrorFetch
 @_exported import MirrorImages
+@_exported import MirrorModel
 @_exported import MirrorSearch
 @_exported import MirrorStorage
 @_exported import MirrorTransport  // the HTTPLoading a Pipeline or a SiteGate takes, and its one production driver

@@ -9,6 +9,7 @@
 // fullest probed buckets).
 import Foundation
 import MirrorCore
+import MirrorModel
 import MirrorStorage
 
 func residentBytes() -> Int {

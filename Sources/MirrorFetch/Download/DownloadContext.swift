@@ -1,6 +1,7 @@
 import Foundation
 import MirrorCore
 import MirrorImages
+import MirrorModel
 import MirrorStorage
 import MirrorTransport
 

@@ -1,5 +1,5 @@
 import Foundation
-import MirrorStorage
+import MirrorModel
 
 /// One image to download into a folder.
 public struct DownloadRequest: Sendable {

@@ -1,5 +1,6 @@
 import Foundation
 import MirrorCore
+import MirrorModel
 import MirrorStorage
 
 /// What an output holds, read back for looking at: every saved image's record and where its bytes are, whatever the

@@ -1,4 +1,5 @@
 import Foundation
+import MirrorModel
 import MirrorStorage
 
 /// What a URL list's folder remembers of its failed URLs (the `attempts` table of `.mirror/state.sqlite`): a rerun

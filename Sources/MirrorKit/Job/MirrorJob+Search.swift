@@ -1,5 +1,6 @@
 import Foundation
 import MirrorFetch
+import MirrorModel
 import MirrorSearch
 import MirrorStorage
 import MirrorTransport

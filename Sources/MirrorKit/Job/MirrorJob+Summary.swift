@@ -1,5 +1,5 @@
 import Foundation
-import MirrorStorage
+import MirrorModel
 
 extension MirrorJob {
     /// What a run did; `--json` prints it, the tally's counts flat beside the rest.

@@ -1,6 +1,7 @@
 import Foundation
 import MirrorCore
 import MirrorFetch
+import MirrorModel
 import MirrorSearch
 import MirrorStorage
 

@@ -1,4 +1,5 @@
 import Foundation
+import MirrorModel
 import MirrorSync
 import MirrorCore
 import MirrorFetch
@@ -82,9 +83,9 @@ public struct Pipeline: Sendable {
         case notice(String)
     }
 
-    /// What a run counted (the one ``MirrorStorage/Tally`` that shard stats, `mirror status` and the jobs' summaries
+    /// What a run counted (the one ``MirrorModel/Tally`` that shard stats, `mirror status` and the jobs' summaries
     /// count in too).
-    public typealias Tally = MirrorStorage.Tally
+    public typealias Tally = MirrorModel.Tally
 
     /// How a run ended.
     public struct Report: Sendable {

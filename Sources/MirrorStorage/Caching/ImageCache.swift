@@ -1,4 +1,5 @@
 import Foundation
+import MirrorModel
 
 /// The two cache layers behind one façade: a ``MemoryCache`` for API pages and a ``DiskCache`` for image
 /// bodies and pages, with lookups that say where a hit came from.

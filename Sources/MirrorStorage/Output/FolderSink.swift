@@ -1,5 +1,6 @@
 import Foundation
 import MirrorCore
+import MirrorModel
 
 /// The output folder as an ``ImageSink``: files published atomically in batches, `manifest.jsonl`, and (for
 /// searches) the state database.

@@ -1,5 +1,6 @@
 import Foundation
 import MirrorCore
+import MirrorModel
 
 /// What a source knows about an image besides its URL: the manifest's provenance fields.
 ///

@@ -1,3 +1,4 @@
+import MirrorModel
 /// Which rows that failed on an earlier run a run downloads again (`--retry-failed`, `--retry-failed all`).
 ///
 /// Without it a rerun downloads nothing an earlier run settled: a complete shard is left as it is, a URL that failed

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import MirrorModel
 
 /// The state database of an output folder, `DIR/.mirror/state.sqlite` (SQLite in WAL mode, through GRDB).
 ///

@@ -3,6 +3,7 @@ import Foundation
 @testable import MirrorCore
 @testable import MirrorFetch
 import MirrorImages
+@testable import MirrorModel
 @testable import MirrorStorage
 import MirrorTestSupport
 import Testing

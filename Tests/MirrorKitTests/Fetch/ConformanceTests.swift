@@ -1,5 +1,6 @@
 import Foundation
 import MirrorFetch
+@testable import MirrorModel
 import MirrorStorage
 import MirrorTestSupport
 import MirrorTransport

@@ -5,6 +5,7 @@ import Foundation
 import MirrorCore
 @testable import MirrorFetch
 import MirrorImages
+@testable import MirrorModel
 @testable import MirrorStorage
 import MirrorTestSupport
 import Testing

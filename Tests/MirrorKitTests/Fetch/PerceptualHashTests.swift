@@ -1,5 +1,6 @@
 import CImageLibraries
 import Foundation
+@testable import MirrorModel
 import MirrorSync
 @testable import MirrorCore
 @testable import MirrorFetch

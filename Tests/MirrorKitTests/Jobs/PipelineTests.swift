@@ -1,4 +1,5 @@
 import Crypto
+@testable import MirrorModel
 import MirrorSync
 import Foundation
 @testable import MirrorCore

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+@testable import MirrorModel
 import MirrorSync
 @testable import MirrorCore
 @testable import MirrorFetch

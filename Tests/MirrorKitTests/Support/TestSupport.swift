@@ -1,4 +1,5 @@
 import Foundation
+@testable import MirrorModel
 import MirrorSync
 @testable import MirrorCore
 @testable import MirrorFetch

@@ -1,5 +1,5 @@
 import Foundation
-import MirrorStorage
+import MirrorModel
 import RawStructuredFieldValues
 
 /// Reads the `X-Robots-Tag` headers of a response: the directives addressed to every agent or to one of the run's

@@ -1,5 +1,5 @@
 import Foundation
-import MirrorStorage
+import MirrorModel
 
 /// A host's `robots.txt` as RFC 9309 and Google's reference parser (google/robotstxt) read it, for the product tokens a
 /// run answers to: what may be fetched, and what the fetched content may be used for.

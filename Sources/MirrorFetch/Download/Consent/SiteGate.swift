@@ -1,4 +1,5 @@
 import Foundation
+import MirrorModel
 import MirrorSync
 import MirrorStorage
 import MirrorTransport

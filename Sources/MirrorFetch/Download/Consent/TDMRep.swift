@@ -1,5 +1,5 @@
 import Foundation
-import MirrorStorage
+import MirrorModel
 
 /// The W3C TDM Reservation Protocol (TDMRep), as its Community Group's final report of 10 May 2024 specifies it
 /// (https://www.w3.org/community/reports/tdmrep/CG-FINAL-tdmrep-20240510/): an origin's `/.well-known/tdmrep.json`,

@@ -1,5 +1,6 @@
 import Foundation
 import MirrorImages
+import MirrorModel
 import MirrorStorage
 
 /// A run's transform (`--resize`, `--encode`, and the rows' `--blur-col` boxes) with what bounds its decoding: the

@@ -2,6 +2,7 @@ import CCodecs
 import Foundation
 import MirrorCore
 import MirrorImages
+import MirrorModel
 import MirrorStorage
 
 /// Resizing, blurring and re-encoding a verified image (`--resize`, `--size`, `--pad-color`, `--encode`, `--quality`,

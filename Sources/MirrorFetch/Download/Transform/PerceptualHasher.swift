@@ -2,6 +2,7 @@ import CCodecs
 import Foundation
 import MirrorCore
 import MirrorImages
+import MirrorModel
 import MirrorStorage
 
 /// PDQ hashes of verified images, for `--dedup near` (``PerceptualHash``, version ``PerceptualHash/version``).

@@ -1,7 +1,7 @@
 import Foundation
 import MirrorCore
 import MirrorFetch
-import MirrorStorage
+import MirrorModel
 
 /// One row of a table of URLs, bad or good.
 public struct TableRow: Sendable, Hashable {

@@ -1,4 +1,5 @@
 import Foundation
+import MirrorModel
 import MirrorParquet
 
 /// Reads a table's rows one at a time: a text table (``TableReader``), a Parquet file (``ParquetTableReader``), or a

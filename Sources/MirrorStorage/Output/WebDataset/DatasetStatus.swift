@@ -1,4 +1,5 @@
 import Foundation
+import MirrorModel
 
 /// The sum of a dataset's shard stats — what `mirror status` prints: every copy's shards, merged by adding them up.
 public struct DatasetStatus: Sendable, Hashable {

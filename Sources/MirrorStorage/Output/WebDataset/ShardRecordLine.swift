@@ -1,4 +1,5 @@
 import Foundation
+import MirrorModel
 
 /// Lines of a shard's `NNNNN.jsonl`: every row, with `status` (`success`, `failed`, `invalid`, `duplicate`, `near_duplicate`,
 /// `filtered`, `opted_out`, `disallowed`), `error`, `reason` (a failure's key, as the stats count it: `http-503`,

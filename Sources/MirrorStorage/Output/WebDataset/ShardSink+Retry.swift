@@ -1,5 +1,6 @@
 import Foundation
 import MirrorCore
+import MirrorModel
 
 /// `--retry-failed`: the failed rows of complete shards downloaded again, and each shard that gains a sample written
 /// anew, whole: its tar (the old samples and the new ones, in row order), its records, then its stats — in the folder

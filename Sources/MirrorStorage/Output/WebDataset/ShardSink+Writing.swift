@@ -1,5 +1,6 @@
 import Foundation
 import MirrorCore
+import MirrorModel
 
 /// Writing: one shard's tar, records and stats (the stats last), locally or into object storage, and `sizes.json`.
 extension ShardSink {

@@ -1,5 +1,6 @@
 import Foundation
 import MirrorCore
+import MirrorModel
 
 /// What one shard's `NNNNN_stats.json` says: its rows' ``Tally``, and when and by which copy it was written. Read and
 /// written through `Codable`, one type for every reader (the shard sink, object storage, `mirror status`).

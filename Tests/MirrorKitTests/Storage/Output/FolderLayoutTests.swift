@@ -2,6 +2,7 @@ import Foundation
 @testable import MirrorCore
 import MirrorImages
 @testable import MirrorKit
+@testable import MirrorModel
 @testable import MirrorStorage
 import MirrorTestSupport
 import Testing

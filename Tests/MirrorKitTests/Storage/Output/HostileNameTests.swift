@@ -3,6 +3,7 @@ import Foundation
 @testable import MirrorFetch
 import MirrorImages
 @testable import MirrorKit
+@testable import MirrorModel
 @testable import MirrorSearch
 @testable import MirrorStorage
 import MirrorTestSupport

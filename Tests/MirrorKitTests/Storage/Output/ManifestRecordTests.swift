@@ -3,6 +3,7 @@ import MirrorImages
 @testable import MirrorCore
 @testable import MirrorFetch
 @testable import MirrorKit
+@testable import MirrorModel
 @testable import MirrorSearch
 @testable import MirrorStorage
 import Testing

@@ -1,6 +1,7 @@
 import Foundation
 @testable import MirrorCore
 import MirrorImages
+@testable import MirrorModel
 @testable import MirrorStorage
 import MirrorTestSupport
 import Testing

@@ -245,7 +245,7 @@ public struct ManifestRecord: Decodable, Sendable, Hashable {
     /// A manifest line with its hashes replaced by `hash` and `trimmed` of this mirror's computation (``pdqVersion``
     /// set), every other byte as it was; nil when the line holds no hashes as ``jsonLine()`` writes them. (In JSON text
     /// a quote inside a string is escaped, so `"pdq":"` is only ever the key.)
-    static func line(_ line: Data, replacingLooksWith hash: PerceptualHash, trimmed: [SIMD4<UInt64>]) -> Data? {
+    package static func line(_ line: Data, replacingLooksWith hash: PerceptualHash, trimmed: [SIMD4<UInt64>]) -> Data? {
         let text = String(decoding: line, as: UTF8.self)
         guard text.utf8.elementsEqual(line) else { return nil }  // kept as bytes, never repaired
         let pattern = #""pdq":"[0-9a-f]{64}","pdq_quality":-?[0-9]+,"pdq_trimmed":(null|\[[^\]]*\])(,"pdq_version":[0-9]+|,"pdq_version":null)?"#
@@ -348,7 +348,7 @@ public struct ManifestRecord: Decodable, Sendable, Hashable {
     }
 
     /// A string as JSON text (`null` for `nil`).
-    static func jsonText(_ value: String?) throws -> String {
+    package static func jsonText(_ value: String?) throws -> String {
         var text: [UInt8] = []
         try LineWriter.quote(value, into: &text)
         return String(decoding: text, as: UTF8.self)
