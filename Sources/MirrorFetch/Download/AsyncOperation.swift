@@ -1,6 +1,5 @@
 import Foundation
 import MirrorSync
-import MirrorStorage
 
 /// An `Operation` that finishes when its work says so, not when `start()` returns.
 ///
@@ -12,7 +11,7 @@ import MirrorStorage
 /// - Important: On Linux, swift-corelibs-foundation has no KVO: `didChangeValue(forKey: "isFinished")`
 ///   is the call that tells the queue to free the slot, and the overridden `isFinished` must already
 ///   return true when it is made. Forgetting it hangs the queue.
-open class AsyncOperation: Operation, @unchecked Sendable {
+class AsyncOperation: Operation, @unchecked Sendable {
     // `state` is the only mutable stored property, and its lock guards it.
     private struct State {
         var isExecuting = false
@@ -21,11 +20,11 @@ open class AsyncOperation: Operation, @unchecked Sendable {
 
     private let state = Locked(State())
 
-    override open var isAsynchronous: Bool { true }
-    override open var isExecuting: Bool { state.withLock { $0.isExecuting } }
-    override open var isFinished: Bool { state.withLock { $0.isFinished } }
+    override var isAsynchronous: Bool { true }
+    override var isExecuting: Bool { state.withLock { $0.isExecuting } }
+    override var isFinished: Bool { state.withLock { $0.isFinished } }
 
-    override public final func start() {
+    override final func start() {
         if isCancelled {
             finish(wasStarted: false)
             didSkipExecution()
@@ -38,16 +37,16 @@ open class AsyncOperation: Operation, @unchecked Sendable {
     }
 
     /// The operation's work. Call `finish()` when it is done, from any thread.
-    open func execute() {
+    func execute() {
         finish()
     }
 
     /// Called, after the operation finished, instead of `execute()` when it was cancelled before the
     /// queue started it. Subclasses that promise a completion must report the cancellation here.
-    open func didSkipExecution() {}
+    func didSkipExecution() {}
 
     /// Marks the operation finished; only the first call has an effect.
-    public final func finish() {
+    final func finish() {
         finish(wasStarted: true)
     }
 

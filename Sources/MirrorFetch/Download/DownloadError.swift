@@ -2,7 +2,6 @@ import Foundation
 import MirrorCore
 import MirrorImages
 import MirrorModel
-import MirrorStorage
 import MirrorTransport
 
 /// Why an image was not downloaded. Each case carries what a person needs to see.

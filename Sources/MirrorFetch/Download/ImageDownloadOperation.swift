@@ -3,7 +3,6 @@ import MirrorModel
 import MirrorSync
 import MirrorCore
 import MirrorImages
-import MirrorStorage
 import MirrorTransport
 
 /// One attempt at one image: a cancellable asynchronous `Operation` that streams the body into a

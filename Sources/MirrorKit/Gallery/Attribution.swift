@@ -1,6 +1,5 @@
 import Foundation
 import MirrorCore
-import MirrorStorage
 
 /// `DIR/ATTRIBUTION.md`: every image with its title, creator, licence and source link, grouped by licence (the
 /// largest group first) — what CC BY and its kin ask of anyone who republishes the images.

@@ -1,6 +1,5 @@
 import Foundation
 import MirrorCore
-import MirrorStorage
 
 /// `DIR/gallery/`: a static contact sheet of a collection — pages of thumbnail tiles with title, creator, licence and
 /// a link to the source page, a header with the searches and the counts by provider and licence, and filters by

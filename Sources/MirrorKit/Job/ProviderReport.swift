@@ -1,6 +1,5 @@
 import Foundation
 import MirrorSearch
-import MirrorStorage
 
 /// How one provider of a search chain fared in a run: what the summary line and `--json` say about it.
 ///

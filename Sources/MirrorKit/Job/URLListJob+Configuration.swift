@@ -2,7 +2,6 @@ import Foundation
 import MirrorCore
 import MirrorFetch
 import MirrorModel
-import MirrorSearch
 import MirrorStorage
 
 extension URLListJob {

@@ -1,6 +1,5 @@
 import Foundation
 import MirrorFetch
-import MirrorSearch
 import MirrorStorage
 import MirrorTransport
 

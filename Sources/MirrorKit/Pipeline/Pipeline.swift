@@ -3,7 +3,6 @@ import MirrorModel
 import MirrorSync
 import MirrorCore
 import MirrorFetch
-import MirrorSearch
 import MirrorStorage
 import MirrorTransport
 

@@ -1,5 +1,4 @@
 import Foundation
-import MirrorKit
 
 /// What `mirror` does before argument-parser sees the command line, and why argument-parser cannot do it.
 enum Invocation {

@@ -2,7 +2,6 @@ import Foundation
 import MirrorModel
 import MirrorSync
 import MirrorImages
-import MirrorStorage
 import MirrorTransport
 
 /// Explains, for one URL at a time, what mirror would read of its owner's wishes and what the policy decides: the

@@ -1,7 +1,6 @@
 import Foundation
 import MirrorImages
 import MirrorModel
-import MirrorStorage
 
 /// The one place that decides whether an image's owner reserved it against what the run collects it for.
 ///
