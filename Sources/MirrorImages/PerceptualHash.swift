@@ -30,16 +30,29 @@ public struct PerceptualHash: Sendable, Hashable, CustomStringConvertible {
 
     /// A hash from its 32 bytes (hex order) and quality, or nil when `bytes` are not 32.
     public init?<Bytes: Collection>(bytes: Bytes, quality: Int) where Bytes.Element == UInt8 {
+        guard let bits = Self.bits(bytes: bytes) else { return nil }
+        self.init(bits: bits, quality: quality)
+    }
+
+    /// A hash from PDQ's 64 hex digits, or nil when `hex` is not that.
+    public init?(hex: some StringProtocol, quality: Int) {
+        guard let bits = Self.bits(hex: hex) else { return nil }
+        self.init(bits: bits, quality: quality)
+    }
+
+    /// 256 bits from their 32 bytes (hex order), or nil when `bytes` are not 32: a hash with no quality of its own (a
+    /// trimmed centre's, compared at its image's quality).
+    public static func bits<Bytes: Collection>(bytes: Bytes) -> SIMD4<UInt64>? where Bytes.Element == UInt8 {
         guard bytes.count == 32 else { return nil }
         var lanes = SIMD4<UInt64>()
         for (index, byte) in bytes.enumerated() {
             lanes[index / 8] |= UInt64(byte) << UInt64(56 - 8 * (index % 8))
         }
-        self.init(bits: lanes, quality: quality)
+        return lanes
     }
 
-    /// A hash from PDQ's 64 hex digits, or nil when `hex` is not that.
-    public init?(hex: some StringProtocol, quality: Int) {
+    /// 256 bits from PDQ's 64 hex digits, or nil when `hex` is not that.
+    public static func bits(hex: some StringProtocol) -> SIMD4<UInt64>? {
         let digits = Array(hex.utf8)
         guard digits.count == 64 else { return nil }
         var lanes = SIMD4<UInt64>()
@@ -53,7 +66,7 @@ public struct PerceptualHash: Sendable, Hashable, CustomStringConvertible {
             }
             lanes[index / 16] |= UInt64(value) << UInt64(60 - 4 * (index % 16))
         }
-        self.init(bits: lanes, quality: quality)
+        return lanes
     }
 
     /// The 32 bytes, in hex order.
@@ -62,11 +75,15 @@ public struct PerceptualHash: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// PDQ's 64 hex digits, lowercase.
-    public var hex: String {
+    public var hex: String { Self.hex(bits) }
+
+    /// The 64 hex digits of 256 bits, lowercase, as PDQ writes a hash.
+    public static func hex(_ bits: SIMD4<UInt64>) -> String {
         let digits = Array("0123456789abcdef".utf8)
         var text = [UInt8]()
         text.reserveCapacity(64)
-        for byte in bytes {
+        for index in 0..<32 {
+            let byte = UInt8(truncatingIfNeeded: bits[index / 8] >> UInt64(56 - 8 * (index % 8)))
             text.append(digits[Int(byte >> 4)])
             text.append(digits[Int(byte & 15)])
         }
@@ -94,4 +111,25 @@ public struct PerceptualHash: Sendable, Hashable, CustomStringConvertible {
     /// Whether the image is flat (quality 0): its hash is the rounding of nearly equal numbers, noise that two flat
     /// images of different colours may share.
     public var isFlat: Bool { quality <= 0 }
+}
+
+/// A picture's PDQ hashes, what `--dedup near` compares: the whole image's (with PDQ's quality, which the others share)
+/// and those of its centre without 1.5, 3 and 4.5 % of each border — a copy trimmed at its edges hashes near one of
+/// them.
+public struct PictureHashes: Sendable, Hashable {
+    /// The whole image's hash and its quality.
+    public var whole: PerceptualHash
+    /// The trimmed centres' hashes (none when they were not made).
+    public var trimmed: [SIMD4<UInt64>]
+
+    public init(whole: PerceptualHash, trimmed: [SIMD4<UInt64>] = []) {
+        self.whole = whole
+        self.trimmed = trimmed
+    }
+
+    /// Every hash, the whole image's first.
+    public var all: [SIMD4<UInt64>] { [whole.bits] + trimmed }
+
+    /// PDQ's quality of the whole image (0–100).
+    public var quality: Int { whole.quality }
 }

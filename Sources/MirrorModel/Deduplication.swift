@@ -33,21 +33,6 @@ public struct NearDuplicatePolicy: Sendable, Hashable {
         self.minimumSide = minimumSide
     }
 
-    /// What an image is compared by: its hashes (the whole image's, then its trimmed centres') and their quality.
-    public struct Looks: Sendable, Hashable {
-        public var hashes: [SIMD4<UInt64>]
-        public var quality: Int
-
-        public init(hashes: [SIMD4<UInt64>], quality: Int) {
-            self.hashes = hashes
-            self.quality = quality
-        }
-
-        public init(_ hash: PerceptualHash, trimmed: [SIMD4<UInt64>]) {
-            self.init(hashes: [hash.bits] + trimmed, quality: hash.quality)
-        }
-    }
-
     /// The largest distance at which hashes of qualities `a` and `b` are one picture, or nil when they never are.
     public func distance(between a: Int, _ b: Int) -> Int? {
         guard a > 0, b > 0 else { return nil }
@@ -55,26 +40,50 @@ public struct NearDuplicatePolicy: Sendable, Hashable {
         return a >= reliable && b >= reliable ? distance : min(distance, lowQualityDistance)
     }
 
-    /// Whether two images' looks make one picture.
-    public func matches(_ a: Looks, _ b: Looks) -> Bool {
+    /// Whether two pictures' hashes make one picture.
+    public func matches(_ a: PictureHashes, _ b: PictureHashes) -> Bool {
         guard let limit = distance(between: a.quality, b.quality) else { return false }
-        return Self.distance(a.hashes, b.hashes) <= limit
+        return Self.distance(a, b) <= limit
     }
 
-    /// What an image is compared by, or nil when it is never merged (no hash, a flat one, or too small).
-    public func looks(of image: VerifiedImage) -> Looks? {
-        guard let hash = image.perceptualHash, !hash.isFlat else { return nil }
+    /// The hashes an image is compared by, or nil when it is never merged (no hash, a flat one, or too small).
+    public func comparedHashes(of image: VerifiedImage) -> PictureHashes? {
+        guard let hashes = image.pictureHashes, !hashes.whole.isFlat else { return nil }
         let width = image.originalWidth ?? image.info.width, height = image.originalHeight ?? image.info.height
-        return min(width, height) >= minimumSide ? Looks(hash, trimmed: image.trimmedHashes) : nil
+        return min(width, height) >= minimumSide ? hashes : nil
     }
 
-    /// The smallest distance between any of `hashes` and any of `others`.
-    public static func distance(_ hashes: [SIMD4<UInt64>], _ others: [SIMD4<UInt64>]) -> Int {
+    /// The smallest distance between any hash of one picture and any of the other's.
+    public static func distance(_ a: PictureHashes, _ b: PictureHashes) -> Int {
+        let others = b.all
         var best = 256
-        for a in hashes {
-            for b in others { best = min(best, PerceptualHash.distance(a, b)) }
+        for bits in a.all {
+            for other in others { best = min(best, PerceptualHash.distance(bits, other)) }
         }
         return best
+    }
+}
+
+/// The closest of what is offered within a limit, the first of equals: the one search every near-duplicate lookup
+/// makes (an index's hashes, its tiers, a folder's labels, a batch not yet saved).
+package struct ClosestMatch<Payload> {
+    /// The closest so far, and its distance.
+    package private(set) var best: (payload: Payload, distance: Int)?
+    private let limit: Int
+
+    package init(within limit: Int = .max) {
+        self.limit = limit
+    }
+
+    /// Keeps `payload` when it is within the limit and closer than the closest so far.
+    package mutating func offer(_ payload: Payload, distance: Int) {
+        guard distance <= limit, distance < best?.distance ?? .max else { return }
+        best = (payload, distance)
+    }
+
+    /// Offers a match found elsewhere, if any.
+    package mutating func offer(_ found: (payload: Payload, distance: Int)?) {
+        if let found { offer(found.payload, distance: found.distance) }
     }
 }
 

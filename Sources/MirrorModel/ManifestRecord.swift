@@ -185,7 +185,7 @@ public struct ManifestRecord: Decodable, Sendable, Hashable {
         title: String? = nil, creator: String? = nil, license: String? = nil, licenseURL: String? = nil,
         width: Int, height: Int, bytes: Int64, sha256: String, format: String, query: String? = nil, fetchedAt: Date,
         key: String? = nil, caption: String? = nil, label: String? = nil, originalWidth: Int? = nil, originalHeight: Int? = nil,
-        originalFormat: String? = nil, originalBytes: Int64? = nil, blurredBoxes: Int? = nil, pdq: PerceptualHash? = nil, pdqTrimmed: [SIMD4<UInt64>] = [],
+        originalFormat: String? = nil, originalBytes: Int64? = nil, blurredBoxes: Int? = nil, hashes: PictureHashes? = nil,
         declarations: ImageDeclarations = ImageDeclarations(), columns: [KeptColumn] = []
     ) {
         self.file = file
@@ -213,10 +213,10 @@ public struct ManifestRecord: Decodable, Sendable, Hashable {
         self.originalFormat = originalFormat ?? format
         self.originalBytes = originalBytes ?? bytes
         self.blurredBoxes = blurredBoxes
-        self.pdq = pdq?.hex
-        pdqQuality = pdq?.quality
-        self.pdqTrimmed = pdq == nil ? nil : pdqTrimmed.map { PerceptualHash(bits: $0, quality: 0).hex }
-        pdqVersion = pdq == nil ? nil : PerceptualHash.version
+        pdq = hashes?.whole.hex
+        pdqQuality = hashes?.quality
+        pdqTrimmed = hashes?.trimmed.map(PerceptualHash.hex)
+        pdqVersion = hashes == nil ? nil : PerceptualHash.version
         purpose = declarations.purpose?.rawValue
         generated = declarations.isGenerated
         sourceType = declarations.sourceType
@@ -226,33 +226,29 @@ public struct ManifestRecord: Decodable, Sendable, Hashable {
         self.columns = columns
     }
 
-    /// The hash in ``pdq``, when there is one.
-    public var perceptualHash: PerceptualHash? {
-        pdq.flatMap { PerceptualHash(hex: $0, quality: pdqQuality ?? 0) }
-    }
-
-    /// The hashes in ``pdqTrimmed`` (those that read).
-    public var trimmedHashes: [SIMD4<UInt64>] {
-        (pdqTrimmed ?? []).compactMap { PerceptualHash(hex: $0, quality: 0)?.bits }
+    /// The hashes in ``pdq`` (with ``pdqQuality``) and ``pdqTrimmed`` (those that read), when there is a ``pdq``.
+    public var pictureHashes: PictureHashes? {
+        guard let whole = pdq.flatMap({ PerceptualHash(hex: $0, quality: pdqQuality ?? 0) }) else { return nil }
+        return PictureHashes(whole: whole, trimmed: (pdqTrimmed ?? []).compactMap { PerceptualHash.bits(hex: $0) })
     }
 
     /// Whether the record's hashes were made by another computation than this mirror's (``PerceptualHash/version``):
     /// not comparable until they are made again.
-    public var hasStaleLooks: Bool {
+    public var hasStaleHashes: Bool {
         pdq != nil && (pdqVersion ?? 1) != PerceptualHash.version
     }
 
-    /// A manifest line with its hashes replaced by `hash` and `trimmed` of this mirror's computation (``pdqVersion``
-    /// set), every other byte as it was; nil when the line holds no hashes as ``jsonLine()`` writes them. (In JSON text
-    /// a quote inside a string is escaped, so `"pdq":"` is only ever the key.)
-    package static func line(_ line: Data, replacingLooksWith hash: PerceptualHash, trimmed: [SIMD4<UInt64>]) -> Data? {
+    /// A manifest line with its hashes replaced by `hashes` of this mirror's computation (``pdqVersion`` set), every
+    /// other byte as it was; nil when the line holds no hashes as ``jsonLine()`` writes them. (In JSON text a quote
+    /// inside a string is escaped, so `"pdq":"` is only ever the key.)
+    package static func line(_ line: Data, replacingHashesWith hashes: PictureHashes) -> Data? {
         let text = String(decoding: line, as: UTF8.self)
         guard text.utf8.elementsEqual(line) else { return nil }  // kept as bytes, never repaired
         let pattern = #""pdq":"[0-9a-f]{64}","pdq_quality":-?[0-9]+,"pdq_trimmed":(null|\[[^\]]*\])(,"pdq_version":[0-9]+|,"pdq_version":null)?"#
         guard let range = text.range(of: pattern, options: .regularExpression) else { return nil }
-        let hexes = trimmed.map { "\"" + PerceptualHash(bits: $0, quality: 0).hex + "\"" }.joined(separator: ",")
-        let looks = #""pdq":"\#(hash.hex)","pdq_quality":\#(hash.quality),"pdq_trimmed":[\#(hexes)],"pdq_version":\#(PerceptualHash.version)"#
-        return Data(text.replacingCharacters(in: range, with: looks).utf8)
+        let hexes = hashes.trimmed.map { "\"" + PerceptualHash.hex($0) + "\"" }.joined(separator: ",")
+        let fields = #""pdq":"\#(hashes.whole.hex)","pdq_quality":\#(hashes.quality),"pdq_trimmed":[\#(hexes)],"pdq_version":\#(PerceptualHash.version)"#
+        return Data(text.replacingCharacters(in: range, with: fields).utf8)
     }
 
     public init(from decoder: any Decoder) throws {

@@ -32,12 +32,10 @@ public struct VerifiedImage: Sendable, Equatable {
     public var originalBytes: Int64? = nil
     /// The SHA-256 of the bytes as downloaded, when the file was resized or re-encoded since; else `nil`.
     public var originalSHA256: String? = nil
-    /// What the image looks like, as a PDQ hash of the download (`--dedup near`); `nil` when not asked for, or when the
-    /// image could not be hashed (then it is never taken for a near-duplicate).
-    public var perceptualHash: PerceptualHash? = nil
-    /// The same of the image's centre without 1.5 %, 3 % and 4.5 % of each border: a copy trimmed at its edges hashes
-    /// near one of them (empty when there is no ``perceptualHash``).
-    public var trimmedHashes: [SIMD4<UInt64>] = []
+    /// What the image looks like, as PDQ hashes of the download (`--dedup near`): the whole image's and its trimmed
+    /// centres'; `nil` when not asked for, or when the image could not be hashed (then it is never taken for a
+    /// near-duplicate).
+    public var pictureHashes: PictureHashes? = nil
     /// What the image declares of how it was made, and the reservations read for it that the run set aside.
     public var declarations = ImageDeclarations()
     /// How many of its row's boxes were blurred (`--blur-col`: 0 when the row gave none); nil when the run blurs none.

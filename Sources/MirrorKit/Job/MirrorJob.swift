@@ -31,7 +31,7 @@ public struct MirrorJob: Sendable {
         let folder = try OutputFolder(directory: configuration.directory, nearDuplicates: configuration.deduplication.nearPolicy)
         defer { folder.releaseLock() }  // `--queries` opens the folder again for the next query, in this process
         if folder.reconciliation.foreignMetadata { onEvent(.notice(OutputFolder.foreignMetadataNotice)) }
-        if configuration.deduplication.nearPolicy != nil { try PerceptualHasher(journal: folder.decodeJournal).refreshLooks(in: folder) }
+        if configuration.deduplication.nearPolicy != nil { try PerceptualHasher(journal: folder.decodeJournal).refreshHashes(in: folder) }
         let store = try StateStore(url: folder.stateDirectory.appendingPathComponent("state.sqlite"))
         try store.synchronizeImages(with: folder.records)
         let providerNames = configuration.providers.joined(separator: ",")

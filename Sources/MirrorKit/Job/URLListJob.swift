@@ -32,7 +32,7 @@ public struct URLListJob: Sendable {
         case .folder:
             let folder = try OutputFolder(directory: configuration.directory, nearDuplicates: configuration.deduplication.nearPolicy)
             if folder.reconciliation.foreignMetadata { onEvent(.notice(OutputFolder.foreignMetadataNotice)) }
-            if configuration.deduplication.nearPolicy != nil { try PerceptualHasher(journal: folder.decodeJournal).refreshLooks(in: folder) }
+            if configuration.deduplication.nearPolicy != nil { try PerceptualHasher(journal: folder.decodeJournal).refreshHashes(in: folder) }
             let memory = try FailureMemory(folder: folder, retry: configuration.retryFailed)
             failures = memory
             sink = try FolderSink(

@@ -138,8 +138,8 @@ extension ManifestRecord {
             sha256: image.sha256, format: image.info.format.rawValue, query: provenance.query, fetchedAt: image.fetchedAt,
             key: provenance.key, caption: provenance.caption, label: provenance.label,
             originalWidth: image.originalWidth, originalHeight: image.originalHeight, originalFormat: image.originalFormat?.rawValue,
-            originalBytes: image.originalBytes, blurredBoxes: image.blurredBoxes, pdq: image.perceptualHash,
-            pdqTrimmed: image.trimmedHashes, declarations: image.declarations, columns: provenance.columns
+            originalBytes: image.originalBytes, blurredBoxes: image.blurredBoxes, hashes: image.pictureHashes,
+            declarations: image.declarations, columns: provenance.columns
         )
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import MirrorImages
 import MirrorModel
 import MirrorSync
 import MirrorCore
@@ -173,7 +174,7 @@ public final class ImageCommitter: Sendable {
         var batchDigests: [String: String] = [:]
         var batchAnyLabel: Set<String> = []
         var batchNames: Set<String> = []
-        var batchLooks: [(looks: NearDuplicatePolicy.Looks, name: String, label: String)] = []
+        var batchHashes: [(hashes: PictureHashes, name: String, label: String)] = []
         let near = deduplication.nearPolicy
         var admitted = state.withLock { $0.admitted }
 
@@ -190,9 +191,9 @@ public final class ImageCommitter: Sendable {
                 outcomes[index] = .success(.duplicate(of: existing))
                 continue
             }
-            let looks = near?.looks(of: item.image)
-            if let looks, let near, let match = folder.file(lookingLike: looks, label: label, anyLabel: uniqueAcrossLabels)
-                ?? Self.closest(to: looks, in: batchLooks, label: label ?? "", anyLabel: uniqueAcrossLabels, by: near) {
+            let hashes = near?.comparedHashes(of: item.image)
+            if let hashes, let near, let match = folder.file(lookingLike: hashes, label: label, anyLabel: uniqueAcrossLabels)
+                ?? Self.closest(to: hashes, in: batchHashes, label: label ?? "", anyLabel: uniqueAcrossLabels, by: near) {
                 outcomes[index] = .success(.nearDuplicate(of: match.file, distance: match.distance))
                 continue
             }
@@ -210,7 +211,7 @@ public final class ImageCommitter: Sendable {
                 crossLabel.withLock { $0 += 1 }
             }
             batchDigests[batchKey] = name
-            if let looks { batchLooks.append((looks, name, label ?? "")) }
+            if let hashes { batchHashes.append((hashes, name, label ?? "")) }
             batchAnyLabel.insert(digest)
             admitted += 1
             accepted.append((index, name, item.record(name)))
@@ -265,18 +266,19 @@ public final class ImageCommitter: Sendable {
         return outcomes.map { $0 ?? .failure(.notAdmitted) }
     }
 
-    /// The image of this batch (accepted before) that looks most like `looks`, within what `policy` allows.
+    /// The image of this batch (accepted before) whose picture is closest to that of `hashes`, within what `policy`
+    /// allows.
     private static func closest(
-        to looks: NearDuplicatePolicy.Looks, in batch: [(looks: NearDuplicatePolicy.Looks, name: String, label: String)], label: String,
+        to hashes: PictureHashes, in batch: [(hashes: PictureHashes, name: String, label: String)], label: String,
         anyLabel: Bool, by policy: NearDuplicatePolicy
     ) -> (file: String, distance: Int)? {
-        var best: (file: String, distance: Int)?
+        var closest = ClosestMatch<String>()
         for entry in batch where anyLabel || entry.label == label {
-            guard let limit = policy.distance(between: looks.quality, entry.looks.quality) else { continue }
-            let found = NearDuplicatePolicy.distance(looks.hashes, entry.looks.hashes)
-            if found <= limit, best == nil || found < best!.distance { best = (entry.name, found) }
+            guard let limit = policy.distance(between: hashes.quality, entry.hashes.quality) else { continue }
+            let found = NearDuplicatePolicy.distance(hashes, entry.hashes)
+            if found <= limit { closest.offer(entry.name, distance: found) }
         }
-        return best
+        return closest.best.map { (file: $0.payload, distance: $0.distance) }
     }
 
     /// A name in the folder `into` (a path from the output folder, `""` for itself) that no saved file and no file of

@@ -67,14 +67,13 @@ public struct NearDuplicateIndex: Sendable {
     /// The position of the closest hash within ``distance`` of `bits` (the earliest of equals), with its distance; nil
     /// when none is.
     public func match(for bits: SIMD4<UInt64>) -> (position: Int, distance: Int)? {
-        var best: (position: Int, distance: Int)?
         guard !tables.isEmpty else {
-            for (position, other) in hashes.enumerated() {
-                let found = PerceptualHash.distance(other, bits)
-                if found <= distance, best == nil || found < best!.distance { best = (position, found) }
-            }
-            return best
+            var closest = ClosestMatch<Int>(within: distance)
+            for (position, other) in hashes.enumerated() { closest.offer(position, distance: PerceptualHash.distance(other, bits)) }
+            return closest.best.map { (position: $0.payload, distance: $0.distance) }
         }
+        // The buckets are not in position order: equals go to the earliest position explicitly.
+        var best: (position: Int, distance: Int)?
         for segment in 0..<segments {
             let key = value(of: bits, segment: segment)
             forEachVariant(of: key, flipping: flips) { probe in
@@ -120,7 +119,7 @@ public struct NearDuplicateIndex: Sendable {
     }
 }
 
-/// Saved images' hashes — each image's whole hash and its trimmed centres' (``NearDuplicatePolicy/Looks``) — with what
+/// Saved images' hashes — each image's whole hash and its trimmed centres' (``PictureHashes``) — with what
 /// each image is (a file name, a sample's key), and the lookup of a new image among them by a policy's rule.
 ///
 /// A copy trimmed at its edges hashes near one of the original's trimmed centres, and the original's trimmed centres
@@ -144,11 +143,10 @@ public struct NearDuplicateSet<Payload: Sendable>: Sendable {
             trims = NearDuplicateIndex(distance: distance)
         }
 
-        mutating func insert(_ hashes: [SIMD4<UInt64>], _ payload: Payload) {
-            guard let whole = hashes.first else { return }
-            wholes.insert(whole)
+        mutating func insert(_ hashes: PictureHashes, _ payload: Payload) {
+            wholes.insert(hashes.whole.bits)
             wholePayloads.append(payload)
-            for trim in hashes.dropFirst() {
+            for trim in hashes.trimmed {
                 trims.insert(trim)
                 trimPayloads.append(payload)
             }
@@ -156,17 +154,13 @@ public struct NearDuplicateSet<Payload: Sendable>: Sendable {
 
         /// The closest image within `limit` (at most the indexes' distance: each answers with its closest hash, so a
         /// closest one past `limit` means none is within it).
-        func match(for hashes: [SIMD4<UInt64>], within limit: Int) -> (payload: Payload, distance: Int)? {
-            var best: (payload: Payload, distance: Int)?
-            func consider(_ found: (position: Int, distance: Int)?, in payloads: [Payload]) {
-                guard let found, found.distance <= limit, best == nil || found.distance < best!.distance else { return }
-                best = (payloads[found.position], found.distance)
+        func match(for hashes: PictureHashes, within limit: Int) -> (payload: Payload, distance: Int)? {
+            var closest = ClosestMatch<Payload>(within: limit)
+            for bits in hashes.all {
+                if let found = wholes.match(for: bits) { closest.offer(wholePayloads[found.position], distance: found.distance) }
+                if let found = trims.match(for: bits) { closest.offer(trimPayloads[found.position], distance: found.distance) }
             }
-            for bits in hashes {
-                consider(wholes.match(for: bits), in: wholePayloads)
-                consider(trims.match(for: bits), in: trimPayloads)
-            }
-            return best
+            return closest.best
         }
 
         var approximateBytes: Int { wholes.approximateBytes + trims.approximateBytes }
@@ -189,26 +183,26 @@ public struct NearDuplicateSet<Payload: Sendable>: Sendable {
     /// Bytes the indexes hold, roughly.
     public var approximateBytes: Int { reliable.approximateBytes + unreliable.approximateBytes }
 
-    /// Adds an image's looks (its whole hash first, then its trimmed centres'); a flat one is never matched, and not kept.
-    public mutating func insert(_ looks: NearDuplicatePolicy.Looks, _ payload: Payload) {
-        guard looks.quality > 0, !looks.hashes.isEmpty else { return }
+    /// Adds an image's hashes; a flat one is never matched, and not kept.
+    public mutating func insert(_ hashes: PictureHashes, _ payload: Payload) {
+        guard !hashes.whole.isFlat else { return }
         images += 1
-        if looks.quality >= PerceptualHash.reliableQuality {
-            reliable.insert(looks.hashes, payload)
+        if hashes.whole.isReliable {
+            reliable.insert(hashes, payload)
         } else {
-            unreliable.insert(looks.hashes, payload)
+            unreliable.insert(hashes, payload)
         }
     }
 
-    /// The saved image closest to a new one, within the distance the policy allows for their two qualities.
-    public func match(for looks: NearDuplicatePolicy.Looks) -> (payload: Payload, distance: Int)? {
-        guard let trusted = policy.distance(between: looks.quality, PerceptualHash.reliableQuality),
-              let doubted = policy.distance(between: looks.quality, 1) else { return nil }
-        let fromReliable = reliable.match(for: looks.hashes, within: trusted)
-        let fromUnreliable = unreliable.match(for: looks.hashes, within: doubted)
-        guard let other = fromUnreliable else { return fromReliable }
-        guard let found = fromReliable else { return other }
-        return other.distance < found.distance ? other : found
+    /// The saved image closest to a new one, within the distance the policy allows for their two qualities (a trusted
+    /// one first among equals).
+    public func match(for hashes: PictureHashes) -> (payload: Payload, distance: Int)? {
+        guard let trusted = policy.distance(between: hashes.quality, PerceptualHash.reliableQuality),
+              let doubted = policy.distance(between: hashes.quality, 1) else { return nil }
+        var closest = ClosestMatch<Payload>()
+        closest.offer(reliable.match(for: hashes, within: trusted))
+        closest.offer(unreliable.match(for: hashes, within: doubted))
+        return closest.best
     }
 }
 
@@ -221,9 +215,9 @@ struct NearDuplicateFiles {
     private var sets: [String: NearDuplicateSet<String>] = [:]
 
     /// Adds a saved file's hashes (its image `side` pixels on its shorter side as served).
-    mutating func add(_ hash: PerceptualHash, trimmed: [SIMD4<UInt64>], side: Int, file: String, label: String) {
-        guard let policy, !hash.isFlat, side >= policy.minimumSide else { return }
-        sets[label, default: NearDuplicateSet(policy: policy)].insert(NearDuplicatePolicy.Looks(hash, trimmed: trimmed), file)
+    mutating func add(_ hashes: PictureHashes, side: Int, file: String, label: String) {
+        guard let policy, !hashes.whole.isFlat, side >= policy.minimumSide else { return }
+        sets[label, default: NearDuplicateSet(policy: policy)].insert(hashes, file)
     }
 
     /// Compares by `policy` from now on (the first call only; the caller then adds what is saved already).
@@ -231,15 +225,12 @@ struct NearDuplicateFiles {
         if self.policy == nil { self.policy = policy }
     }
 
-    /// The saved file that looks like an image of `looks` (the closest, under `label` or under any label), with their
+    /// The saved file whose picture is that of `hashes` (the closest, under `label` or under any label), with their
     /// distance.
-    func match(for looks: NearDuplicatePolicy.Looks, label: String, anyLabel: Bool) -> (file: String, distance: Int)? {
+    func match(for hashes: PictureHashes, label: String, anyLabel: Bool) -> (file: String, distance: Int)? {
         let candidates = anyLabel ? Array(sets.values) : sets[label].map { [$0] } ?? []
-        var best: (file: String, distance: Int)?
-        for set in candidates {
-            guard let found = set.match(for: looks) else { continue }
-            if best == nil || found.distance < best!.distance { best = (found.payload, found.distance) }
-        }
-        return best
+        var closest = ClosestMatch<String>()
+        for set in candidates { closest.offer(set.match(for: hashes)) }
+        return closest.best.map { (file: $0.payload, distance: $0.distance) }
     }
 }

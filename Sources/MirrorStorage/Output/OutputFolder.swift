@@ -56,8 +56,8 @@ public final class OutputFolder: Sendable {
         var near = NearDuplicateFiles()
         /// Where the folder's images are (flat, numbered subfolders), for where the next go.
         var placement = FolderPlacement()
-        /// Saved images whose hashes an earlier mirror's computation made (``ManifestRecord/hasStaleLooks``).
-        var staleLooks = 0
+        /// Saved images whose hashes an earlier mirror's computation made (``ManifestRecord/hasStaleHashes``).
+        var staleHashes = 0
     }
 
     /// The kinds of key in ``State/keys``, each in its own namespace.
@@ -192,21 +192,21 @@ public final class OutputFolder: Sendable {
         state.withLock { state in
             guard state.near.policy == nil else { return }
             state.near.enable(policy)
-            for record in saved { Self.rememberLooks(of: record, in: &state) }
+            for record in saved { Self.rememberHashes(of: record, in: &state) }
         }
     }
 
-    /// The saved file that looks like an image of `looks` (``NearDuplicatePolicy/looks(of:)``; under `label`, or under
-    /// any label when `anyLabel`), with the distance of their closest hashes; nil when none does or
+    /// The saved file whose picture is that of `hashes` (``NearDuplicatePolicy/comparedHashes(of:)``; under `label`, or
+    /// under any label when `anyLabel`), with the distance of their closest hashes; nil when none is or
     /// ``useNearDuplicates(_:)`` was not called.
-    public func file(lookingLike looks: NearDuplicatePolicy.Looks, label: String? = nil, anyLabel: Bool = false) -> (file: String, distance: Int)? {
-        state.withLock { $0.near.match(for: looks, label: label ?? "", anyLabel: anyLabel) }
+    public func file(lookingLike hashes: PictureHashes, label: String? = nil, anyLabel: Bool = false) -> (file: String, distance: Int)? {
+        state.withLock { $0.near.match(for: hashes, label: label ?? "", anyLabel: anyLabel) }
     }
 
-    /// The saved images whose hashes another computation made (``ManifestRecord/hasStaleLooks``: an earlier mirror's):
-    /// never compared until ``refreshLooks(_:)`` replaces them.
-    public func recordsWithStaleLooks() -> [ManifestRecord] {
-        state.withLock { $0.staleLooks } == 0 ? [] : records.filter(\.hasStaleLooks)
+    /// The saved images whose hashes another computation made (``ManifestRecord/hasStaleHashes``: an earlier mirror's):
+    /// never compared until ``refreshHashes(_:)`` replaces them.
+    public func recordsWithStaleHashes() -> [ManifestRecord] {
+        state.withLock { $0.staleHashes } == 0 ? [] : records.filter(\.hasStaleHashes)
     }
 
     /// Replaces saved images' hashes (by file name) with this mirror's, and compares by them from then on. The manifest
@@ -217,19 +217,19 @@ public final class OutputFolder: Sendable {
     /// - Returns: the records updated.
     /// - Throws: `FileError` when the manifest cannot be replaced (then nothing changed).
     @discardableResult
-    public func refreshLooks(_ looks: [String: (hash: PerceptualHash, trimmed: [SIMD4<UInt64>])]) throws(FileError) -> Int {
-        guard !looks.isEmpty, let data = try? Data(contentsOf: manifestURL) else { return 0 }
+    public func refreshHashes(_ hashes: [String: PictureHashes]) throws(FileError) -> Int {
+        guard !hashes.isEmpty, let data = try? Data(contentsOf: manifestURL) else { return 0 }
         var output = Data()
         output.reserveCapacity(data.count)
         var updated: [ManifestRecord] = []
         var refreshed = 0  // of those, stale before
         for line in data.split(separator: 0x0A, omittingEmptySubsequences: false).dropLast(data.last == 0x0A ? 1 : 0) {
-            if let record = ManifestRecord.decode(line), let new = looks[record.file],
-               let patched = ManifestRecord.line(Data(line), replacingLooksWith: new.hash, trimmed: new.trimmed),
+            if let record = ManifestRecord.decode(line), let new = hashes[record.file],
+               let patched = ManifestRecord.line(Data(line), replacingHashesWith: new),
                let decoded = ManifestRecord.decode(patched) {
                 output.append(patched)
                 updated.append(decoded)
-                if record.hasStaleLooks { refreshed += 1 }
+                if record.hasStaleHashes { refreshed += 1 }
             } else {
                 output.append(contentsOf: line)
             }
@@ -238,8 +238,8 @@ public final class OutputFolder: Sendable {
         guard !updated.isEmpty else { return 0 }
         try Self.replace(manifestURL, with: output, in: stateDirectory)
         state.withLock { state in
-            state.staleLooks -= refreshed
-            for record in updated { Self.rememberLooks(of: record, in: &state) }
+            state.staleHashes -= refreshed
+            for record in updated { Self.rememberHashes(of: record, in: &state) }
         }
         return updated.count
     }
@@ -363,15 +363,15 @@ public final class OutputFolder: Sendable {
             state.keys.insert(Fingerprint(record.sha256).key(for: .labelledDigest), value: record.file)
         }
         state.keys.insert(Fingerprint(record.file.lowercased()).key(for: .name))
-        if record.hasStaleLooks { state.staleLooks += 1 }
-        rememberLooks(of: record, in: &state)
+        if record.hasStaleHashes { state.staleHashes += 1 }
+        rememberHashes(of: record, in: &state)
     }
 
     /// Adds a saved record's hashes to the near-duplicate lookup, when it compares by them (and they are of this
     /// mirror's computation).
-    private static func rememberLooks(of record: ManifestRecord, in state: inout State) {
-        guard state.near.policy != nil, !record.hasStaleLooks, let hash = record.perceptualHash else { return }
-        state.near.add(hash, trimmed: record.trimmedHashes, side: min(record.originalWidth, record.originalHeight), file: record.file, label: record.label ?? "")
+    private static func rememberHashes(of record: ManifestRecord, in state: inout State) {
+        guard state.near.policy != nil, !record.hasStaleHashes, let hashes = record.pictureHashes else { return }
+        state.near.add(hashes, side: min(record.originalWidth, record.originalHeight), file: record.file, label: record.label ?? "")
     }
 
     /// Makes the folder `url` (and its parents) unless it is there; a symbolic link there is refused (``FileError``

@@ -32,8 +32,9 @@ struct Hash: ParsableCommand {
                     throw ValidationError("cannot read it (\(FileManager.default.fileExists(atPath: path) ? "not readable" : "no such file"))")
                 }
                 let info = try ImageValidator().validate(data)
-                let (hash, trimmed) = try PerceptualHasher.hashes(data, format: info.format)
-                let trims = trimmed.map { PerceptualHash(bits: $0, quality: hash.quality).hex }
+                let hashes = try PerceptualHasher.hashes(data, format: info.format)
+                let hash = hashes.whole
+                let trims = hashes.trimmed.map(PerceptualHash.hex)
                 let fields: [String: Any] = [
                     "file": path, "pdq": hash.hex, "quality": hash.quality, "trimmed": trims, "version": PerceptualHash.version, "width": info.width,
                     "height": info.height,

@@ -54,10 +54,8 @@ struct NearDuplicateRuleTests {
         }
     }
 
-    private func looks(_ data: Data) throws -> NearDuplicatePolicy.Looks {
-        let info = try ImageValidator().validate(data)
-        let made = try PerceptualHasher.hashes(data, format: info.format)
-        return NearDuplicatePolicy.Looks(made.whole, trimmed: made.trimmed)
+    private func hashes(_ data: Data) throws -> PictureHashes {
+        try PerceptualHasher.hashes(data, format: try ImageValidator().validate(data).format)
     }
 
     // MARK: The hash
@@ -68,33 +66,33 @@ struct NearDuplicateRuleTests {
 
     @Test func aBrickWallAtSixtyAndFiftyPercentHashesCloseToItsWholeSize() throws {
         // Given a brick wall drawn at 640 × 480 (JPEG and PNG), at 60 % and at 50 % of that, and another wall
-        let original = try looks(try #require(TestPixels.jpeg(width: 640, height: 480, color: Self.bricks(width: 640, height: 480, seed: 1))))
+        let original = try hashes(try #require(TestPixels.jpeg(width: 640, height: 480, color: Self.bricks(width: 640, height: 480, seed: 1))))
         let copies: [String: Data] = [
             "png": TestPixels.png(width: 640, height: 480, channels: 3, color: Self.bricks(width: 640, height: 480, seed: 1)),
             "60 %": try #require(TestPixels.jpeg(width: 384, height: 288, color: Self.bricks(width: 384, height: 288, seed: 1))),
             "50 %": try #require(TestPixels.jpeg(width: 320, height: 240, color: Self.bricks(width: 320, height: 240, seed: 1))),
         ]
-        let other = try looks(try #require(TestPixels.jpeg(width: 640, height: 480, color: Self.bricks(width: 640, height: 480, seed: 2))))
+        let other = try hashes(try #require(TestPixels.jpeg(width: 640, height: 480, color: Self.bricks(width: 640, height: 480, seed: 2))))
 
         // Then every copy is one picture with it by the rule (within 26 bits: the wall's quality may fall under 50 at some
         // size), and the other wall is far from all of them
         let policy = NearDuplicatePolicy()
         for (name, data) in copies {
-            let copy = try looks(data)
-            let distance = NearDuplicatePolicy.distance(original.hashes, copy.hashes)
+            let copy = try hashes(data)
+            let distance = NearDuplicatePolicy.distance(original, copy)
             #expect(distance <= policy.lowQualityDistance, "\(name): \(distance) bits")
             #expect(policy.matches(original, copy), "\(name): qualities \(original.quality), \(copy.quality)")
-            #expect(NearDuplicatePolicy.distance(other.hashes, copy.hashes) > 2 * policy.distance, "\(name) against the other wall")
+            #expect(NearDuplicatePolicy.distance(other, copy) > 2 * policy.distance, "\(name) against the other wall")
         }
         #expect(!policy.matches(original, other))
     }
 
     @Test func aLowContrastPictureAndItsCopiesAreComparedAndAnotherIsNot() throws {
         // Given a grey disc on grey (PDQ quality under 50), its copies at 60 % and 8 % brighter, and the disc elsewhere
-        let original = try looks(TestPixels.png(width: 480, height: 360, channels: 3, color: Self.disc(width: 480, height: 360, x: 0.3, y: 0.4)))
-        let smaller = try looks(try #require(TestPixels.jpeg(width: 288, height: 216, color: Self.disc(width: 288, height: 216, x: 0.3, y: 0.4))))
-        let brighter = try looks(try #require(TestPixels.jpeg(width: 480, height: 360, color: Self.disc(width: 480, height: 360, x: 0.3, y: 0.4, gain: 1.08))))
-        let elsewhere = try looks(TestPixels.png(width: 480, height: 360, channels: 3, color: Self.disc(width: 480, height: 360, x: 0.7, y: 0.6)))
+        let original = try hashes(TestPixels.png(width: 480, height: 360, channels: 3, color: Self.disc(width: 480, height: 360, x: 0.3, y: 0.4)))
+        let smaller = try hashes(try #require(TestPixels.jpeg(width: 288, height: 216, color: Self.disc(width: 288, height: 216, x: 0.3, y: 0.4))))
+        let brighter = try hashes(try #require(TestPixels.jpeg(width: 480, height: 360, color: Self.disc(width: 480, height: 360, x: 0.3, y: 0.4, gain: 1.08))))
+        let elsewhere = try hashes(TestPixels.png(width: 480, height: 360, channels: 3, color: Self.disc(width: 480, height: 360, x: 0.7, y: 0.6)))
 
         // Then all four are of low quality but not flat, the copies match (they were never compared before), and the
         // disc elsewhere does not
@@ -102,15 +100,15 @@ struct NearDuplicateRuleTests {
             #expect(image.quality > 0 && image.quality < PerceptualHash.reliableQuality, "quality \(image.quality)")
         }
         let policy = NearDuplicatePolicy()
-        #expect(policy.matches(original, smaller), "\(NearDuplicatePolicy.distance(original.hashes, smaller.hashes)) bits")
-        #expect(policy.matches(original, brighter), "\(NearDuplicatePolicy.distance(original.hashes, brighter.hashes)) bits")
-        #expect(!policy.matches(original, elsewhere), "\(NearDuplicatePolicy.distance(original.hashes, elsewhere.hashes)) bits")
+        #expect(policy.matches(original, smaller), "\(NearDuplicatePolicy.distance(original, smaller)) bits")
+        #expect(policy.matches(original, brighter), "\(NearDuplicatePolicy.distance(original, brighter)) bits")
+        #expect(!policy.matches(original, elsewhere), "\(NearDuplicatePolicy.distance(original, elsewhere)) bits")
     }
 
     @Test func flatImagesOfDifferentColoursAreNeverOneAnother() throws {
         // Given solid grey 128 and solid grey 64: their hashes are the rounding of equal numbers, the same rounding
-        let light = try looks(TestPixels.png(width: 300, height: 200, channels: 3) { _, _ in [128, 128, 128] })
-        let dark = try looks(TestPixels.png(width: 300, height: 200, channels: 3) { _, _ in [64, 64, 64] })
+        let light = try hashes(TestPixels.png(width: 300, height: 200, channels: 3) { _, _ in [128, 128, 128] })
+        let dark = try hashes(TestPixels.png(width: 300, height: 200, channels: 3) { _, _ in [64, 64, 64] })
 
         // Then both are flat and never match, however close their bits
         #expect(light.quality == 0 && dark.quality == 0)
@@ -136,7 +134,7 @@ struct NearDuplicateRuleTests {
         // Given a hash, and others 26, 28 and 30 bits from it
         let base = SIMD4<UInt64>(0x0123_4567_89AB_CDEF, 0xFEDC_BA98_7654_3210, 0x0F0F_0F0F_F0F0_F0F0, 0x5555_AAAA_3333_CCCC)
         func pair(_ bits: Int, _ a: Int, _ b: Int) -> Bool {
-            policy.matches(.init(hashes: [base], quality: a), .init(hashes: [flipped(base, bits)], quality: b))
+            policy.matches(PictureHashes(whole: PerceptualHash(bits: base, quality: a)), PictureHashes(whole: PerceptualHash(bits: flipped(base, bits), quality: b)))
         }
         // Then two trusted hashes match at 30 bits; when either is of low quality, at 26 but not 28; a flat one never
         #expect(pair(30, 100, 50))
@@ -149,17 +147,17 @@ struct NearDuplicateRuleTests {
         // Given a set holding a low-quality image 28 bits from a new trusted one, and a trusted image 30 bits from it
         let base = SIMD4<UInt64>(0x0123_4567_89AB_CDEF, 0xFEDC_BA98_7654_3210, 0x0F0F_0F0F_F0F0_F0F0, 0x5555_AAAA_3333_CCCC)
         var set = NearDuplicateSet<String>(policy: NearDuplicatePolicy())
-        set.insert(.init(hashes: [flipped(base, 28)], quality: 30), "low")
-        set.insert(.init(hashes: [flipped(base, 30)], quality: 90), "trusted")
-        set.insert(.init(hashes: [base], quality: 0), "flat")
+        set.insert(PictureHashes(whole: PerceptualHash(bits: flipped(base, 28), quality: 30)), "low")
+        set.insert(PictureHashes(whole: PerceptualHash(bits: flipped(base, 30), quality: 90)), "trusted")
+        set.insert(PictureHashes(whole: PerceptualHash(bits: base, quality: 0)), "flat")
 
         // Then the trusted image is its match; a new low-quality image matches neither (28 and 30 are past 26), nor the
         // flat one (never kept); a low-quality image 24 bits from the low one matches it
         #expect(set.count == 2)
-        #expect(set.match(for: .init(hashes: [base], quality: 90))?.payload == "trusted")
-        #expect(set.match(for: .init(hashes: [base], quality: 49)) == nil)
-        #expect(set.match(for: .init(hashes: [flipped(flipped(base, 28), 24)], quality: 10))?.payload == "low")
-        #expect(set.match(for: .init(hashes: [base], quality: 0)) == nil)
+        #expect(set.match(for: PictureHashes(whole: PerceptualHash(bits: base, quality: 90)))?.payload == "trusted")
+        #expect(set.match(for: PictureHashes(whole: PerceptualHash(bits: base, quality: 49))) == nil)
+        #expect(set.match(for: PictureHashes(whole: PerceptualHash(bits: flipped(flipped(base, 28), 24), quality: 10)))?.payload == "low")
+        #expect(set.match(for: PictureHashes(whole: PerceptualHash(bits: base, quality: 0))) == nil)
     }
 
     @Test func aFolderMergesALowContrastCopyThatItOnceKeptTwice() async throws {
@@ -170,8 +168,7 @@ struct NearDuplicateRuleTests {
         let sink = try FolderSink(folder: folder, deduplication: .near(NearDuplicatePolicy()))
         func image(_ data: Data, _ name: String) throws -> VerifiedImage {
             var image = try directory.verifiedImage(data, from: URL(string: "http://h.test/\(name)")!)
-            let made = try PerceptualHasher.hashes(data, format: image.info.format)
-            (image.perceptualHash, image.trimmedHashes) = (made.whole, made.trimmed)
+            image.pictureHashes = try PerceptualHasher.hashes(data, format: image.info.format)
             return image
         }
         let pictures = [
@@ -206,13 +203,13 @@ struct NearDuplicateRuleTests {
         let hash = PerceptualHash(bits: SIMD4(1, 2, 3, 4), quality: 42)
 
         // When its hashes are replaced
-        let line = try #require(ManifestRecord.line(Data(old.utf8), replacingLooksWith: hash, trimmed: [SIMD4(5, 6, 7, 8)]))
+        let line = try #require(ManifestRecord.line(Data(old.utf8), replacingHashesWith: PictureHashes(whole: hash, trimmed: [SIMD4(5, 6, 7, 8)])))
         let text = String(decoding: line, as: UTF8.self)
 
         // Then the hashes, quality and version are the new ones, in place, and the rest is as it was
-        let trim = PerceptualHash(bits: SIMD4(5, 6, 7, 8), quality: 0).hex
+        let trim = PerceptualHash.hex(SIMD4(5, 6, 7, 8))
         #expect(text == #"{"file_name":"a.png","url":"http://h.test/a","pdq":"\#(hash.hex)","pdq_quality":42,"pdq_trimmed":["\#(trim)"],"pdq_version":2,"purpose":null,"w":"\u00e9"}"#)
-        #expect(ManifestRecord.line(Data(#"{"file_name":"b.png","pdq":null,"pdq_quality":null}"#.utf8), replacingLooksWith: hash, trimmed: []) == nil)
+        #expect(ManifestRecord.line(Data(#"{"file_name":"b.png","pdq":null,"pdq_quality":null}"#.utf8), replacingHashesWith: PictureHashes(whole: hash)) == nil)
     }
 
     @Test func aFolderSavedByAnEarlierMirrorIsHashedAgainOnceAndComparedFromThen() async throws {
@@ -223,7 +220,7 @@ struct NearDuplicateRuleTests {
         try picture.write(to: directory.url.appendingPathComponent("a.png"))
         let record = ManifestRecord(
             file: "a.png", url: "http://h.test/a", width: 480, height: 360, bytes: Int64(picture.count), sha256: sha256Hex(picture), format: "png",
-            fetchedAt: Date(timeIntervalSince1970: 0), pdq: PerceptualHash(bits: SIMD4(1, 2, 3, 4), quality: 90), pdqTrimmed: [SIMD4(5, 6, 7, 8)]
+            fetchedAt: Date(timeIntervalSince1970: 0), hashes: PictureHashes(whole: PerceptualHash(bits: SIMD4(1, 2, 3, 4), quality: 90), trimmed: [SIMD4(5, 6, 7, 8)])
         )
         var line = String(decoding: try record.jsonLine(), as: UTF8.self)
         line = line.replacingOccurrences(of: #","pdq_version":2"#, with: "")
@@ -232,10 +229,10 @@ struct NearDuplicateRuleTests {
         // When the folder opens comparing near-duplicates
         let folder = try OutputFolder(directory: directory.url, nearDuplicates: NearDuplicatePolicy())
         defer { folder.releaseLock() }
-        let copy = try looks(TestImages.picture(width: 240, height: 180, seed: 3))
-        #expect(folder.recordsWithStaleLooks().map(\.file) == ["a.png"])
+        let copy = try hashes(TestImages.picture(width: 240, height: 180, seed: 3))
+        #expect(folder.recordsWithStaleHashes().map(\.file) == ["a.png"])
         #expect(folder.file(lookingLike: copy) == nil)  // a stale hash is never compared
-        let refreshed = try PerceptualHasher(journal: folder.decodeJournal).refreshLooks(in: folder)
+        let refreshed = try PerceptualHasher(journal: folder.decodeJournal).refreshHashes(in: folder)
 
         // Then the picture is hashed again and written back with its version, a copy of it is found, and a second
         // refresh has nothing to do
@@ -243,7 +240,7 @@ struct NearDuplicateRuleTests {
         let saved = try #require(folder.records.first)
         #expect(saved.pdqVersion == PerceptualHash.version && saved.pdq != record.pdq)
         #expect(folder.file(lookingLike: copy)?.file == "a.png")
-        #expect(folder.recordsWithStaleLooks().isEmpty)
-        #expect(try PerceptualHasher(journal: folder.decodeJournal).refreshLooks(in: folder) == 0)
+        #expect(folder.recordsWithStaleHashes().isEmpty)
+        #expect(try PerceptualHasher(journal: folder.decodeJournal).refreshHashes(in: folder) == 0)
     }
 }

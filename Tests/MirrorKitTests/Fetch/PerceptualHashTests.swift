@@ -25,10 +25,8 @@ struct PerceptualHashTests {
     }
 
     /// The whole image's hash and its trimmed centres', as `--dedup near` compares them.
-    private func hashes(_ data: Data) throws -> [SIMD4<UInt64>] {
-        let info = try ImageValidator().validate(data)
-        let looks = try PerceptualHasher.hashes(data, format: info.format)
-        return [looks.whole.bits] + looks.trimmed
+    private func hashes(_ data: Data) throws -> PictureHashes {
+        try PerceptualHasher.hashes(data, format: try ImageValidator().validate(data).format)
     }
 
     @Test func theHexFormRoundTripsAndDistancesCountBits() throws {
@@ -159,7 +157,7 @@ struct PerceptualHashTests {
         let sink = try FolderSink(folder: folder, deduplication: .near(NearDuplicatePolicy()))
         func image(_ data: Data, _ name: String) throws -> VerifiedImage {
             var image = try directory.verifiedImage(data, from: URL(string: "http://h.test/\(name)")!)
-            image.perceptualHash = try hash(data)
+            image.pictureHashes = PictureHashes(whole: try hash(data))
             return image
         }
         let first = try image(TestImages.picture(width: 480, height: 360, seed: 3), "a")
@@ -207,7 +205,7 @@ struct PerceptualHashTests {
         func image(_ data: Data, _ name: String, quality: Int? = nil) throws -> VerifiedImage {
             var image = try directory.verifiedImage(data, from: URL(string: "http://h.test/\(name)")!)
             let hash = try hash(data)
-            image.perceptualHash = quality.map { PerceptualHash(bits: hash.bits, quality: $0) } ?? hash
+            image.pictureHashes = PictureHashes(whole: quality.map { PerceptualHash(bits: hash.bits, quality: $0) } ?? hash)
             return image
         }
         for (deduplication, quality, saved) in [(Deduplication.exact, nil, 2), (.none, nil, 3), (.near(NearDuplicatePolicy()), 0, 2)] {

@@ -37,13 +37,11 @@ package struct PerceptualHasher: Sendable {
         var hashed = image
         do throws(ImageTransform.Failure) {
             let needed = try Self.estimate(input, format: image.info.format)
-            let looks = try ImageTransform.guardedDecode(
+            hashed.pictureHashes = try ImageTransform.guardedDecode(
                 of: image.url, needing: needed, alone: verdict == .decodeAlone, budget: budget, journal: journal
             ) { () throws(ImageTransform.Failure) in
                 try Self.hashes(input, format: image.info.format, memoryLimit: memoryLimit)
             }
-            hashed.perceptualHash = looks.whole
-            hashed.trimmedHashes = looks.trimmed
         } catch {
             return image
         }
@@ -60,7 +58,7 @@ package struct PerceptualHasher: Sendable {
     /// - Throws: ``ImageTransform/Failure`` when it does not decode, or would take more than `memoryLimit`.
     package static func hashes(
         _ input: Data, format: ImageFormat, memoryLimit: Int = ImageTransform.defaultMemoryLimit
-    ) throws(ImageTransform.Failure) -> (whole: PerceptualHash, trimmed: [SIMD4<UInt64>]) {
+    ) throws(ImageTransform.Failure) -> PictureHashes {
         var output = mirror_codecs_pdq()
         let status = input.withUnsafeBytes { buffer in
             mirror_codecs_pdq_hash(buffer.bindMemory(to: UInt8.self).baseAddress, buffer.count, ImageTransform.code(format), max(0, memoryLimit), &output)
@@ -69,9 +67,9 @@ package struct PerceptualHasher: Sendable {
             throw ImageTransform.failure(status, withUnsafeBytes(of: output.message) { Array($0.bindMemory(to: CChar.self)) })
         }
         let trimmed = withUnsafeBytes(of: output.trimmed) { bytes in
-            (0..<Int(MIRROR_CODECS_PDQ_TRIMS)).map { PerceptualHash(bytes: bytes[($0 * 32)..<($0 * 32 + 32)], quality: 0)!.bits }
+            (0..<Int(MIRROR_CODECS_PDQ_TRIMS)).compactMap { PerceptualHash.bits(bytes: bytes[($0 * 32)..<($0 * 32 + 32)]) }
         }
-        return (Self.hash(of: output), trimmed)
+        return PictureHashes(whole: Self.hash(of: output), trimmed: trimmed)
     }
 
     /// The memory, in bytes, hashing `input` will take, read from its headers.
@@ -94,7 +92,7 @@ extension PerceptualHasher {
     /// Hashes again, by this mirror's computation, the saved images whose hashes an earlier one made (a folder saved
     /// before hashes version 2), so that a top-up compares new images with them: each file decoded as a download is
     /// (its memory checked first, marked in the folder's decode journal while it decodes), then the manifest written
-    /// anew once (``OutputFolder/refreshLooks(_:)``). A resized file is hashed as saved (a copy of the picture, as far
+    /// anew once (``OutputFolder/refreshHashes(_:)``). A resized file is hashed as saved (a copy of the picture, as far
     /// as the hash goes). A file that does not decode, or crashed a decoder on an earlier try, keeps its old hashes and
     /// is never compared.
     ///
@@ -102,10 +100,10 @@ extension PerceptualHasher {
     /// - Returns: the images hashed again.
     /// - Throws: `FileError` when the manifest cannot be replaced.
     @discardableResult
-    package func refreshLooks(in folder: OutputFolder) throws(FileError) -> Int {
-        let stale = folder.recordsWithStaleLooks()
+    package func refreshHashes(in folder: OutputFolder) throws(FileError) -> Int {
+        let stale = folder.recordsWithStaleHashes()
         guard !stale.isEmpty else { return 0 }
-        var looks: [String: (hash: PerceptualHash, trimmed: [SIMD4<UInt64>])] = [:]
+        var hashes: [String: PictureHashes] = [:]
         for record in stale {
             let file = folder.directory.appendingPathComponent(record.file)
             let source = URL(string: record.url) ?? file
@@ -114,16 +112,15 @@ extension PerceptualHasher {
                   let format = try? ImageValidator().validate(input).format else { continue }
             do throws(ImageTransform.Failure) {
                 let needed = try Self.estimate(input, format: format)
-                looks[record.file] = try ImageTransform.guardedDecode(
+                hashes[record.file] = try ImageTransform.guardedDecode(
                     of: source, needing: needed, alone: verdict == .decodeAlone, budget: budget, journal: journal
                 ) { () throws(ImageTransform.Failure) in
-                    let made = try Self.hashes(input, format: format, memoryLimit: memoryLimit)
-                    return (made.whole, made.trimmed)
+                    try Self.hashes(input, format: format, memoryLimit: memoryLimit)
                 }
             } catch {
                 continue
             }
         }
-        return try folder.refreshLooks(looks)
+        return try folder.refreshHashes(hashes)
     }
 }

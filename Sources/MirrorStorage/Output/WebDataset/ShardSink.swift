@@ -74,7 +74,7 @@ public final class ShardSink: ImageSink {
     /// holds them: on disk, so that a run of millions of images keeps flat memory.
     let digests: DiskKeySet
     /// This run's samples' PDQ hashes and keys (`--dedup near`).
-    private let looks: Locked<NearDuplicateSet<String>>
+    private let pictures: Locked<NearDuplicateSet<String>>
 
     package struct State {
         /// Shards whose stats file marks them complete (``ShardCompletion``: written by this run or an earlier one).
@@ -153,7 +153,7 @@ public final class ShardSink: ImageSink {
         }
         self.state = Locked(state)
         digests = try DiskKeySet(directory: hidden, name: "digests")
-        looks = Locked(NearDuplicateSet(policy: configuration.deduplication.nearPolicy ?? NearDuplicatePolicy()))
+        pictures = Locked(NearDuplicateSet(policy: configuration.deduplication.nearPolicy ?? NearDuplicatePolicy()))
     }
 
     /// Images wait here until their shard is written: this copy's own folder (same file system as the shards).
@@ -199,10 +199,10 @@ public final class ShardSink: ImageSink {
             outcome = .failure(.unwritable(failure as? FileError ?? FileError(operation: "upload", path: configuration.directory.path, code: EIO)))
         } else if configuration.deduplication.refusesSameBytes, !digests.insert(image.downloadDigest, value: key) {
             outcome = .success(.duplicate(of: digests.value(for: image.downloadDigest) ?? "an earlier sample"))
-        } else if let these = configuration.deduplication.nearPolicy?.looks(of: image),
-                  let match = looks.withLock({ looks -> (payload: String, distance: Int)? in
-                      if let found = looks.match(for: these) { return found }
-                      looks.insert(these, key)
+        } else if let these = configuration.deduplication.nearPolicy?.comparedHashes(of: image),
+                  let match = pictures.withLock({ pictures -> (payload: String, distance: Int)? in
+                      if let found = pictures.match(for: these) { return found }
+                      pictures.insert(these, key)
                       return nil
                   }) {
             outcome = .success(.nearDuplicate(of: match.payload, distance: match.distance))
