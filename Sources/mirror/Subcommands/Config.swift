@@ -29,15 +29,32 @@ struct Config: ParsableCommand {
         }
     }
 
+    /// One setting below the command line: `--json` prints these as they are.
+    private struct Row: Encodable {
+        /// The subcommand it is for (empty for a provider's key variable).
+        var subcommand: String
+        var option: String
+        var value: String
+        /// Where it comes from: the file's table, a variable.
+        var from: String
+    }
+
+    /// What `--json` prints.
+    private struct Report: Encodable {
+        var file: String
+        var exists: Bool
+        var settings: [Row]
+    }
+
     func run() throws {
         let environment = ProcessInfo.processInfo.environment
         let settings: Settings
-        let rows: [[String: String]]
+        let rows: [Row]
         do {
             settings = try Settings(environment: environment)
-            var list: [[String: String]] = []
+            var list: [Row] = []
             for name in subcommand.map({ [$0] }) ?? Settings.subcommands.keys.sorted() {
-                let command = Settings.command(named: name)!
+                guard let command = Settings.command(named: name) else { continue }  // validate() refused other names
                 // Later values win, as on the command line: show each option's winner.
                 var winners: [String: Settings.Value] = [:]
                 var order: [String] = []
@@ -46,14 +63,15 @@ struct Config: ParsableCommand {
                     winners[value.option] = value
                 }
                 for option in order {
-                    let value = winners[option]!
-                    list.append(["subcommand": name, "option": "--" + option, "value": value.text ?? "(on)", "from": value.origin.description])
+                    guard let value = winners[option] else { continue }
+                    list.append(Row(subcommand: name, option: "--" + option, value: value.text ?? "(on)", from: value.origin.description))
                 }
             }
             for variable in settings.providerVariables {
                 let overridden = !(environment[variable.name] ?? "").isEmpty
                 let shown = Settings.isSecret(variable.name) ? "(set, not shown)" : variable.value
-                list.append(["subcommand": "", "option": variable.name, "value": shown, "from": overridden ? "environment (over config file [\(variable.table)])" : "config file [\(variable.table)]"])
+                let from = overridden ? "environment (over config file [\(variable.table)])" : "config file [\(variable.table)]"
+                list.append(Row(subcommand: "", option: variable.name, value: shown, from: from))
             }
             rows = list
         } catch let problem as Settings.Problem {
@@ -61,8 +79,7 @@ struct Config: ParsableCommand {
             throw (problem.isUsage ? ExitStatus.usage : ExitStatus.configuration).exitCode
         }
         if json {
-            let object: [String: Any] = ["file": settings.file.path, "exists": settings.fileExists, "settings": rows]
-            FileHandle.standardOutput.write(try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) + Data("\n".utf8))
+            printJSON(Report(file: settings.file.path, exists: settings.fileExists, settings: rows))
             return
         }
         print("config file: \(settings.file.path)\(settings.fileExists ? "" : " (none)")")
@@ -71,8 +88,8 @@ struct Config: ParsableCommand {
             return
         }
         for row in rows {
-            let name = row["subcommand"]!.isEmpty ? row["option"]! : "mirror \(row["subcommand"]!) \(row["option"]!)"
-            print("\(Self.padded(name, to: 34)) \(Self.padded(row["value"]!, to: 20)) \(row["from"]!)")
+            let name = row.subcommand.isEmpty ? row.option : "mirror \(row.subcommand) \(row.option)"
+            print("\(Self.padded(name, to: 34)) \(Self.padded(row.value, to: 20)) \(row.from)")
         }
         print("(the command line overrides all of these)")
     }

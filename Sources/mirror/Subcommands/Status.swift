@@ -78,29 +78,14 @@ struct Status: AsyncParsableCommand {
         return (tally, String(decoding: jsonLine(counts), as: UTF8.self), lines)
     }
 
-    /// One folder of files: its manifest's lines and its remembered failures; `nil` when it is none.
+    /// One folder of files (``FolderStatus``); `nil` when it is none.
     private func folderTally(_ directory: URL) throws -> Tally? {
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path),
-              names.contains("manifest.jsonl"), !names.contains(where: { ShardFileName.parse($0) != nil }) else { return nil }
-        var tally = Tally()
-        if let manifest = FileManager.default.contents(atPath: directory.appendingPathComponent("manifest.jsonl").path) {
-            let lines = manifest.split(separator: UInt8(ascii: "\n"))
-            tally.saved = lines.count
-            let generated = Data(#""generated":true"#.utf8)
-            tally.generated = lines.filter { $0.firstRange(of: generated) != nil }.count
+        do {
+            return try FolderStatus.tally(of: directory)
+        } catch {
+            printError(error.description)
+            throw ExitStatus.failure.exitCode
         }
-        let database = directory.appendingPathComponent(".mirror/state.sqlite")
-        if FileManager.default.fileExists(atPath: database.path) {
-            let store: StateStore
-            do {
-                store = try StateStore(url: database)
-            } catch {
-                printError("cannot read \(database.path): \(error)")
-                throw ExitStatus.failure.exitCode
-            }
-            for attempt in (try? store.attempts()) ?? [] { tally.count(attempt.outcome) }
-        }
-        return tally
     }
 
     private func read() async throws -> DatasetStatus {
