@@ -161,7 +161,10 @@ struct FolderLayoutCommandTests: EmulatedSearch {
         kill(running.process.processIdentifier, SIGKILL)
         let killed = await running.finish()
         #expect(savedTen && killed.status == SIGKILL, "manifest \(records(out).count) lines, exit \(killed.status): \(killed.stderr)")
-        // the rows are released, and the same command runs again
+        // the rows are released, and the same command runs again — once the server has closed every connection of the
+        // killed run, so that a request it sent just before dying (read late on a loaded machine) is not counted as the
+        // second run's
+        #expect(await eventually(within: .seconds(120)) { server.openConnections == 0 })
         for index in 10..<30 {
             server.route("/p/\(index).png", .ok(TestImages.png(width: 10 + index, height: 10, seed: UInt64(index)), contentType: "image/png"))
         }

@@ -56,7 +56,11 @@ struct HostRateTests {
             // Every image and the host's robots.txt and TDMRep file
             let requests = perHost + (siteFiles ? 2 : 0)
             #expect(times.count == requests, "\(host): \(times.count) requests", sourceLocation: sourceLocation)
-            #expect(busiestSecond(times) <= rate, "\(host): \(busiestSecond(times)) requests in one second: \(times.map { $0 - times[0] })", sourceLocation: sourceLocation)
+            // The rate spaces the requests' starts; they arrive a little later, each by its own delay (a loaded
+            // ThreadSanitizer run delivered one ~50 ms late, next to the following one: 6 within a second at rate 5).
+            // One more than the rate allows that jitter and still tells the rate kept from copies each keeping their
+            // own (4 × 5 a second).
+            #expect(busiestSecond(times) <= rate + 1, "\(host): \(busiestSecond(times)) requests in one second: \(times.map { $0 - times[0] })", sourceLocation: sourceLocation)
             // Spaced by the rate, not merely few: 16 requests take at least 15 spacings
             if let first = times.first, let last = times.last {
                 #expect(last - first >= .milliseconds(200 * (requests - 1)), "\(host): all in \(last - first)", sourceLocation: sourceLocation)
