@@ -127,8 +127,12 @@ public struct PictureHashes: Sendable, Hashable {
         self.trimmed = trimmed
     }
 
-    /// Every hash, the whole image's first.
-    public var all: [SIMD4<UInt64>] { [whole.bits] + trimmed }
+    /// Calls `body` with every hash, the whole image's first (no array made: a lookup does this for every image).
+    @inlinable
+    public func forEachHash(_ body: (SIMD4<UInt64>) -> Void) {
+        body(whole.bits)
+        for bits in trimmed { body(bits) }
+    }
 
     /// PDQ's quality of the whole image (0–100).
     public var quality: Int { whole.quality }

@@ -55,10 +55,9 @@ public struct NearDuplicatePolicy: Sendable, Hashable {
 
     /// The smallest distance between any hash of one picture and any of the other's.
     public static func distance(_ a: PictureHashes, _ b: PictureHashes) -> Int {
-        let others = b.all
         var best = 256
-        for bits in a.all {
-            for other in others { best = min(best, PerceptualHash.distance(bits, other)) }
+        a.forEachHash { bits in
+            b.forEachHash { other in best = min(best, PerceptualHash.distance(bits, other)) }
         }
         return best
     }

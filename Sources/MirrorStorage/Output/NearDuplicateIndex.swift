@@ -156,7 +156,7 @@ public struct NearDuplicateSet<Payload: Sendable>: Sendable {
         /// closest one past `limit` means none is within it).
         func match(for hashes: PictureHashes, within limit: Int) -> (payload: Payload, distance: Int)? {
             var closest = ClosestMatch<Payload>(within: limit)
-            for bits in hashes.all {
+            hashes.forEachHash { bits in
                 if let found = wholes.match(for: bits) { closest.offer(wholePayloads[found.position], distance: found.distance) }
                 if let found = trims.match(for: bits) { closest.offer(trimPayloads[found.position], distance: found.distance) }
             }
