@@ -89,28 +89,55 @@ let package = Package(
         // from (`CacheType`), consent's words (signals, purposes, reservations, evidence) and what a duplicate is
         // (`Deduplication`, `NearDuplicatePolicy`).
         .target(name: "MirrorModel", dependencies: ["MirrorImages"]),
-        // Caching (memory, disk, the façade) and output (the folder, its state, WebDataset shards, object storage).
+        // Caching (memory, disk, the façade) and output (the folder, its state, WebDataset shards). No transport: object
+        // storage is the layer above, behind the shards' `ShardStore`.
         .target(
             name: "MirrorStorage",
             dependencies: [
                 "MirrorSync",
                 "MirrorCore",
                 "MirrorModel",
-                "MirrorTransport",
                 "MirrorImages",
                 "CArchive",
-                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
-        // Fetching one image: the download manager, its operations, consent (the site files, the response's headers, the
-        // image's own marks: one policy decides), transforms.
+        // Object storage: S3 over the transport (SigV4 by libcurl, multipart, retries), and the shard store a `ShardSink`
+        // delivers its shards to.
+        .target(
+            name: "MirrorObjectStore",
+            dependencies: [
+                "MirrorSync",
+                "MirrorCore",
+                "MirrorStorage",
+                "MirrorTransport",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        // Consent: the owners' wishes read (robots.txt, the TDMRep file, the response's headers), matched (RFC 9309's
+        // path patterns) and decided on with the image's own marks (MirrorImages reads those) by one policy; the site
+        // files fetched once per origin and remembered.
+        .target(
+            name: "MirrorConsent",
+            dependencies: [
+                "MirrorSync",
+                "MirrorCore",  // ASCII case-insensitive comparisons
+                "MirrorModel",
+                "MirrorImages",
+                "MirrorTransport",
+                .product(name: "GRDB", package: "GRDB.swift"),  // the site memory
+                // RFC 9651 structured fields: the AI-preferences `Content-Usage` header and robots.txt lines
+                .product(name: "RawStructuredFieldValues", package: "swift-http-structured-headers"),
+            ]
+        ),
+        // Fetching one image: the download manager, its operations (consent asked on the way), transforms; `mirror why`.
         .target(
             name: "MirrorFetch",
             dependencies: [
                 "MirrorSync",
                 "MirrorCore",
                 "MirrorModel",
+                "MirrorConsent",
                 "MirrorStorage",
                 "MirrorTransport",
                 "MirrorImages",
@@ -118,8 +145,6 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "DequeModule", package: "swift-collections"),  // the slot machine's queues
                 .product(name: "HeapModule", package: "swift-collections"),
-                // RFC 9651 structured fields: the AI-preferences `Content-Usage` header and robots.txt lines
-                .product(name: "RawStructuredFieldValues", package: "swift-http-structured-headers"),
             ]
         ),
         // Searching: one file per API's provider, the API client, the paginator and the feed. No CSV, no gzip.
@@ -132,7 +157,9 @@ let package = Package(
                 "MirrorSync",
                 "MirrorCore",
                 "MirrorModel",
+                "MirrorConsent",
                 "MirrorStorage",
+                "MirrorObjectStore",
                 "MirrorFetch",
                 "MirrorSearch",
                 "MirrorTransport",
@@ -172,7 +199,7 @@ let package = Package(
         .testTarget(
             name: "MirrorKitTests",
             dependencies: [
-                "MirrorSync", "MirrorKit", "MirrorCore", "MirrorModel", "MirrorStorage", "MirrorFetch", "MirrorSearch", "MirrorTestSupport", "CCodecs",
+                "MirrorSync", "MirrorKit", "MirrorCore", "MirrorModel", "MirrorConsent", "MirrorStorage", "MirrorObjectStore", "MirrorFetch", "MirrorSearch", "MirrorTestSupport", "CCodecs",
                 "CCodecsTesting", "CImageLibraries",
             ],
             resources: [.copy("Fixtures")]

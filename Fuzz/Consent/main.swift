@@ -10,8 +10,7 @@
 // - the matcher: the input's lines are patterns and its last line a path; the set's longest and first choices must
 //   equal what trying each pattern alone gives (a differential check of the prefix search and the pruning).
 import Foundation
-@testable import MirrorFetch
-import MirrorStorage
+@testable import MirrorConsent
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzConsent(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {

@@ -84,6 +84,28 @@ public enum TransportError: Error, Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// A short, stable key for counting failures by kind (`dns`, `timeout`, `tls`, …): what a row's `error` and the
+    /// summaries' `failures` say.
+    public var reasonKey: String {
+        switch self {
+        case .dnsFailure: "dns"
+        case .connectFailed: "connect"
+        case .timedOut: "timeout"
+        case .stalled: "stalled"
+        case .tooLarge: "too-large"
+        case .tooManyRedirects: "redirects"
+        case .disallowedProtocol: "protocol"
+        case .tls: "tls"
+        case .truncated: "truncated"
+        case .connectionLost: "connection-lost"
+        case .badResponse: "bad-response"
+        case .limitExceeded: "too-long"
+        case .destinationFailed: "write"
+        case .cancelled: "cancelled"
+        case .other: "network"
+        }
+    }
+
     /// Whether the attempt used up its time (`--timeout`, or the stall limit): trying again at once would spend as much,
     /// so the download manager files it transient for a later run (`--retry-failed`) instead of retrying it now.
     public var spentItsTime: Bool {

@@ -52,21 +52,21 @@ struct DownloadContext: Sendable {
             let served = expected.algorithm == .md5 ? (try? md5Hex(fileAt: destination)) ?? "" : entry.sha256
             if !expected.matches(served) {
                 AtomicFile.remove(destination)
-                return .failed(.hashMismatch(expected: expected, served: served), retryable: false, retryAfter: nil, throttled: false)
+                return .failed(.hashMismatch(expected: expected, served: served), next: .none)
             }
         }
         if let reason = request.filter?.rejection(for: info) {
             AtomicFile.remove(destination)
-            return .failed(.filtered(reason), retryable: false, retryAfter: nil, throttled: false)
+            return .keptOut(.filtered(reason))
         }
         // The image's own marks are read again (the cache keeps bytes, not what the response said).
         var declarations = ImageDeclarations()
         if let consent = request.consent {
             switch consent.judge(marks: info.marks, setAside: siteSetAside) {
-            case let .failure(error):
+            case let .keptOut(outcome):
                 AtomicFile.remove(destination)
-                return .failed(error, retryable: false, retryAfter: nil, throttled: false)
-            case let .success(judged):
+                return .keptOut(outcome)
+            case let .kept(judged):
                 declarations = judged
             }
         }

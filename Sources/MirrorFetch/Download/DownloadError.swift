@@ -1,10 +1,10 @@
 import Foundation
 import MirrorCore
 import MirrorImages
-import MirrorModel
 import MirrorTransport
 
-/// Why an image was not downloaded. Each case carries what a person needs to see.
+/// Why an image could not be had. Each case carries what a person needs to see. (A row kept out on purpose — filtered,
+/// opted out, disallowed — is no error: ``DownloadResult/keptOut(_:)``.)
 public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The network failed, after any retries.
     case transport(TransportError)
@@ -12,15 +12,8 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
     case statusUnacceptable(Int)
     /// The bytes are not a valid image.
     case rejected(ImageRejection)
-    /// A valid image that the filters turned away (too small, unwanted format).
-    case filtered(String)
     /// The output folder could not be written.
     case filesystem(FileError)
-    /// Its owner reserved it against the run's purpose: a site file, a response header or the image's own marks (the
-    /// reservation, with its evidence).
-    case optedOut(Reservation)
-    /// Its host's robots.txt does not let mirror fetch it (the reservation, with the rule or why the file is missing).
-    case disallowed(Reservation)
     /// Its host's robots.txt could not be had (a 5xx, a redirect loop, a timeout, a failed connection): RFC 9309 says
     /// assume complete disallow for now, so it was not fetched. `reason` is its key (`robots-unavailable`, or the
     /// network failure's: `dns`, `tls`, …); `transient` says whether a later run asks again.
@@ -37,10 +30,7 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
         case let .transport(error): error.description
         case let .statusUnacceptable(status): "HTTP \(status)"
         case let .rejected(rejection): rejection.description
-        case let .filtered(reason): "filtered: \(reason)"
         case let .filesystem(error): error.description
-        case let .optedOut(reservation): "opted out: \(reservation.message)"
-        case let .disallowed(reservation): reservation.message
         case let .siteUnavailable(message, _, _): message
         case let .transformFailed(failure): failure.description
         case let .hashMismatch(expected, served):
@@ -54,30 +44,10 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A short, stable key for counting failures by kind in summaries ("http-404", "truncated", …).
     public var reasonKey: String {
         switch self {
-        case let .transport(error):
-            switch error {
-            case .dnsFailure: "dns"
-            case .connectFailed: "connect"
-            case .timedOut: "timeout"
-            case .stalled: "stalled"
-            case .tooLarge: "too-large"
-            case .tooManyRedirects: "redirects"
-            case .disallowedProtocol: "protocol"
-            case .tls: "tls"
-            case .truncated: "truncated"
-            case .connectionLost: "connection-lost"
-            case .badResponse: "bad-response"
-            case .limitExceeded: "too-long"
-            case .destinationFailed: "write"
-            case .cancelled: "cancelled"
-            case .other: "network"
-            }
+        case let .transport(error): error.reasonKey
         case let .statusUnacceptable(status): "http-\(status)"
         case let .rejected(rejection): rejection.reasonKey
-        case .filtered: RowOutcome.Status.filtered.rawValue
         case .filesystem: "filesystem"
-        case .optedOut: RowOutcome.Status.optedOut.rawValue
-        case .disallowed: RowOutcome.Status.disallowed.rawValue
         case let .siteUnavailable(_, reason, _): reason
         case let .transformFailed(failure): failure.reasonKey
         case .hashMismatch: "hash-mismatch"
@@ -92,7 +62,7 @@ public enum DownloadError: Error, Sendable, Equatable, CustomStringConvertible {
         case let .statusUnacceptable(status): RetryPolicy.isRetryable(status: status)
         case .filesystem, .cancelled: true
         case let .siteUnavailable(_, _, transient): transient
-        case .rejected, .filtered, .optedOut, .disallowed, .transformFailed, .hashMismatch: false
+        case .rejected, .transformFailed, .hashMismatch: false
         }
     }
 }

@@ -18,7 +18,8 @@ import MirrorTransport
 ///
 /// Each download ends in exactly one `DownloadResult`, delivered on an arbitrary thread: a
 /// `VerifiedImage` in a temporary file inside the request's folder (publish it with `AtomicFile`, or
-/// remove it), or a `DownloadError`.
+/// remove it), the row's outcome when it was kept out on purpose (filtered, opted out, disallowed), or a
+/// `DownloadError`.
 ///
 /// ```swift
 /// let manager = DownloadManager(configuration: .init { $0.concurrency = 32 })
@@ -287,7 +288,7 @@ public final class DownloadManager: Sendable {
                 }
             }
         }
-        for id in ended { end(id, .failure(.cancelled)) }
+        for id in ended { end(id, .failed(.cancelled)) }
         for operation in running { operation.cancel() }
     }
 
@@ -351,14 +352,23 @@ public final class DownloadManager: Sendable {
                 hostOutcome = .success
                 if ticket.cancelled {
                     AtomicFile.remove(image.temporaryFile)
-                    next = .end(.failure(.cancelled))
+                    next = .end(.failed(.cancelled))
                 } else {
-                    next = .end(.success(image))
+                    next = .end(.verified(image))
                 }
-            case let .failed(error, retryable, retryAfter, throttled):
-                hostOutcome = throttled ? .throttled(retryAfter: retryAfter) : .failure
+            case let .keptOut(outcome):
+                hostOutcome = .failure
+                next = .end(ticket.cancelled ? .failed(.cancelled) : .keptOut(outcome))
+            case let .failed(error, nextAttempt):
+                var retryAfter: Duration?
+                if case let .throttled(after) = nextAttempt {
+                    hostOutcome = .throttled(retryAfter: after)
+                    retryAfter = after
+                } else {
+                    hostOutcome = .failure
+                }
                 var decision = ticket.cancelled ? .giveUp : configuration.retry.decision(
-                    afterAttempt: ticket.attempt, retryable: retryable, retryAfter: retryAfter, using: &state.random
+                    afterAttempt: ticket.attempt, retryable: nextAttempt != .none, retryAfter: retryAfter, using: &state.random
                 )
                 // An answer that was not HTTP over a connection kept alive is that connection's fault (bytes an
                 // earlier response left past its length): once more at once, on a fresh connection, whatever the
@@ -369,7 +379,7 @@ public final class DownloadManager: Sendable {
                 }
                 switch decision {
                 case .giveUp:
-                    next = .end(.failure(ticket.cancelled ? .cancelled : error))
+                    next = .end(.failed(ticket.cancelled ? .cancelled : error))
                 case let .retry(delay):
                     ticket.attempt += 1
                     retryAt = now + delay

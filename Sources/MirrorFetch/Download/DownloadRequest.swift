@@ -1,4 +1,5 @@
 import Foundation
+import MirrorConsent
 import MirrorModel
 
 /// One image to download into a folder.
@@ -38,5 +39,13 @@ public struct DownloadRequest: Sendable {
     }
 }
 
-/// What a download ended in.
-public typealias DownloadResult = Result<VerifiedImage, DownloadError>
+/// What a download ended in: an image, a row kept out on purpose, or a failure.
+public enum DownloadResult: Sendable {
+    /// A verified image in a temporary file inside the request's folder: publish it (``AtomicFile``), or remove it.
+    case verified(VerifiedImage)
+    /// Not taken, on purpose: a filter turned it away, its owner reserved it, or robots.txt disallows it
+    /// (``RowOutcome/filtered(_:)``, ``RowOutcome/optedOut(_:)``, ``RowOutcome/disallowed(_:)``).
+    case keptOut(RowOutcome)
+    /// It could not be had.
+    case failed(DownloadError)
+}

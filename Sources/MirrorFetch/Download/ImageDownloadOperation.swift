@@ -1,4 +1,5 @@
 import Foundation
+import MirrorConsent
 import MirrorModel
 import MirrorSync
 import MirrorCore
@@ -18,10 +19,24 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
     /// How an attempt ended, with what the retry logic needs to know.
     package enum Outcome: Sendable {
         case verified(VerifiedImage)
-        case failed(DownloadError, retryable: Bool, retryAfter: Duration?, throttled: Bool)
+        /// Kept out on purpose (filtered, opted out, disallowed): the row's outcome, never tried again.
+        case keptOut(RowOutcome)
+        /// It failed; `next` says whether another attempt may do better.
+        case failed(DownloadError, next: NextAttempt)
         /// The host's site files were fetched on this slot, which took the start it had been given under `--host-rate`:
         /// the attempt gives the slot back and queues again behind the host's rate (no request of its own made).
         case yielded
+    }
+
+    /// Whether a failed attempt is worth another, and what its host said of the pace.
+    package enum NextAttempt: Sendable, Equatable {
+        /// No attempt will do better in this run.
+        case none
+        /// Another attempt, after the retry policy's backoff.
+        case retry
+        /// The host asked to slow down (a 429, or a 503 with `Retry-After`): another attempt no sooner than
+        /// `retryAfter`, and fewer requests to the host at once.
+        case throttled(retryAfter: Duration?)
     }
 
     package let request: DownloadRequest
@@ -52,7 +67,7 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
     }
 
     override func didSkipExecution() {
-        completion(.failed(.cancelled, retryable: false, retryAfter: nil, throttled: false))
+        completion(.failed(.cancelled, next: .none))
     }
 
     package override func execute() {
@@ -65,18 +80,18 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
         // queues again behind its host's rate: the fetch took the start it had been given.
         site.evidence(for: request.url) { [self] evidence, fetched in
             if isCancelled {
-                end(.failed(.cancelled, retryable: false, retryAfter: nil, throttled: false))
+                end(.failed(.cancelled, next: .none))
                 return
             }
             var setAside: [ConsentEvidence] = []
             switch consent.verdict(evidence) {
             case let .refused(reservation):
-                let error: DownloadError = switch reservation.evidence.term {
-                case .disallow: .disallowed(reservation)
-                case let .unavailable(reason, transient): .siteUnavailable(reservation.evidence.value, reason: reason, transient: transient)
-                default: .optedOut(reservation)
+                switch reservation.evidence.term {
+                case .disallow: end(.keptOut(.disallowed(reservation)))
+                case let .unavailable(reason, transient):
+                    end(.failed(.siteUnavailable(reservation.evidence.value, reason: reason, transient: transient), next: .none))
+                default: end(.keptOut(.optedOut(reservation)))
                 }
-                end(.failed(error, retryable: false, retryAfter: nil, throttled: false))
                 return
             case let .allowed(ignored):
                 setAside = ignored
@@ -106,7 +121,7 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
         do {
             temporary = try AtomicFile.makeTemporary(in: request.directory)
         } catch {
-            end(.failed(.filesystem(error), retryable: false, retryAfter: nil, throttled: false))
+            end(.failed(.filesystem(error), next: .none))
             return
         }
         let sink = HashingFileSink(
@@ -135,7 +150,7 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
         if case let .verified(image) = outcome, let transform = request.transform, !isCancelled {
             switch transform.apply(to: image, blurring: request.blurBoxes) {
             case let .success(transformed): outcome = .verified(transformed)
-            case let .failure(error): outcome = .failed(error, retryable: false, retryAfter: nil, throttled: false)
+            case let .failure(error): outcome = .failed(error, next: .none)
             }
         }
         finish()
@@ -156,7 +171,7 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
         }
         let outcome = verify(result, body: body, sink: sink, temporary: temporary, siteSetAside: siteSetAside)
         close(temporary.descriptor)
-        if case .failed = outcome { AtomicFile.remove(temporary.url) }
+        if case .verified = outcome {} else { AtomicFile.remove(temporary.url) }  // only a verified image is handed on
         return outcome
     }
 
@@ -167,36 +182,39 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
         let response: HTTPResponse
         switch result {
         case .failure(.cancelled):
-            return .failed(.cancelled, retryable: false, retryAfter: nil, throttled: false)
+            return .failed(.cancelled, next: .none)
         case .failure(.destinationFailed) where sink.earlyRejection != nil:
-            return .failed(.rejected(sink.earlyRejection!), retryable: false, retryAfter: nil, throttled: false)
+            return .failed(.rejected(sink.earlyRejection!), next: .none)
         case .failure(.destinationFailed) where sink.writeError != nil:
-            return .failed(.filesystem(sink.writeError!), retryable: false, retryAfter: nil, throttled: false)
+            return .failed(.filesystem(sink.writeError!), next: .none)
         case let .failure(error):
             // A timeout or a stall spent the attempt's time: not retried now (a dead host would hold a slot for
             // retries × --timeout), filed transient for --retry-failed.
-            return .failed(.transport(error), retryable: error.isTransient && !error.spentItsTime, retryAfter: nil, throttled: false)
+            return .failed(.transport(error), next: error.isTransient && !error.spentItsTime ? .retry : .none)
         case let .success(value):
             response = value
         }
         guard response.isSuccess else {
             let status = response.status
             let retryAfter = (status == 429 || status == 503) ? response.retryAfter() : nil
-            let throttled = status == 429 || (status == 503 && retryAfter != nil)
-            return .failed(.statusUnacceptable(status), retryable: RetryPolicy.isRetryable(status: status), retryAfter: retryAfter, throttled: throttled)
+            let next: NextAttempt =
+                if status == 429 || (status == 503 && retryAfter != nil) { .throttled(retryAfter: retryAfter) }
+                else if RetryPolicy.isRetryable(status: status) { .retry }
+                else { .none }
+            return .failed(.statusUnacceptable(status), next: next)
         }
         // The response's headers, before the body is looked at.
         var setAside = siteSetAside
         if let consent = request.consent {
             switch consent.verdict(ResponseSignals.evidence(headers: response.headers, robotsTag: consent.robotsTag)) {
-            case let .refused(reservation): return .failed(.optedOut(reservation), retryable: false, retryAfter: nil, throttled: false)
+            case let .refused(reservation): return .keptOut(.optedOut(reservation))
             case let .allowed(ignored): setAside += ignored
             }
         }
         let inMemory: Data?
         switch body {
         case let .failure(error):
-            return .failed(.filesystem(error), retryable: false, retryAfter: nil, throttled: false)
+            return .failed(.filesystem(error), next: .none)
         case let .success(data):
             inMemory = data
         }
@@ -206,27 +224,27 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
             info = try inMemory.map(context.validator.validate) ?? context.validate(temporary, count: sink.written)
         } catch let rejection as ImageRejection {
             // A cut-off body that curl did not flag (no Content-Length) is worth another try.
-            let retryable: Bool = if case .truncated = rejection { true } else { false }
-            return .failed(.rejected(rejection), retryable: retryable, retryAfter: nil, throttled: false)
+            let next: NextAttempt = if case .truncated = rejection { .retry } else { .none }
+            return .failed(.rejected(rejection), next: next)
         } catch {
-            return .failed(.filesystem(FileError(operation: "read", path: temporary.url.path, code: EIO)), retryable: false, retryAfter: nil, throttled: false)
+            return .failed(.filesystem(FileError(operation: "read", path: temporary.url.path, code: EIO)), next: .none)
         }
         // The row's digest, once the bytes are known to be a whole image (a body cut short is `truncated`, and retried).
         let sha256 = sink.digest()
         if let expected = request.expectedDigest {
             let served = expected.algorithm == .md5 ? sink.md5Digest() ?? "" : sha256
             if !expected.matches(served) {
-                return .failed(.hashMismatch(expected: expected, served: served), retryable: false, retryAfter: nil, throttled: false)
+                return .failed(.hashMismatch(expected: expected, served: served), next: .none)
             }
         }
         if let reason = request.filter?.rejection(for: info) {
-            return .failed(.filtered(reason), retryable: false, retryAfter: nil, throttled: false)
+            return .keptOut(.filtered(reason))
         }
         var declarations = ImageDeclarations()
         if let consent = request.consent {
             switch consent.judge(marks: info.marks, setAside: setAside) {
-            case let .failure(error): return .failed(error, retryable: false, retryAfter: nil, throttled: false)
-            case let .success(judged): declarations = judged
+            case let .keptOut(outcome): return .keptOut(outcome)
+            case let .kept(judged): declarations = judged
             }
         }
         var image = VerifiedImage(

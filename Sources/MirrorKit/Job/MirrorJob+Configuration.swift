@@ -1,4 +1,5 @@
 import Foundation
+import MirrorConsent
 import MirrorCore
 import MirrorFetch
 import MirrorModel

@@ -1,7 +1,9 @@
 import Foundation
+import MirrorConsent
 import MirrorCore
 import MirrorFetch
 import MirrorModel
+import MirrorObjectStore
 import MirrorStorage
 
 extension URLListJob {

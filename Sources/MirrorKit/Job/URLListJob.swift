@@ -1,5 +1,6 @@
 import Foundation
 import MirrorFetch
+import MirrorObjectStore
 import MirrorStorage
 import MirrorTransport
 

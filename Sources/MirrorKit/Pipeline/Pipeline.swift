@@ -1,4 +1,5 @@
 import Foundation
+import MirrorConsent
 import MirrorModel
 import MirrorSync
 import MirrorCore
@@ -388,15 +389,11 @@ extension Pipeline {
         /// download's slot: ``DownloadRequest/transform``).
         private func afterDownload(_ downloaded: DownloadResult, of candidate: Candidate) -> NextStep {
             switch downloaded {
-            case .failure(.cancelled):
+            case .failed(.cancelled):
                 return .settled(kept: true)
-            case let .failure(.optedOut(reservation)):
-                end(candidate, as: .optedOut(reservation))
-            case let .failure(.disallowed(reservation)):
-                end(candidate, as: .disallowed(reservation))
-            case let .failure(.filtered(reason)):
-                end(candidate, as: .filtered(reason))
-            case let .failure(error):
+            case let .keptOut(outcome):
+                end(candidate, as: outcome)
+            case let .failed(error):
                 // A transform that failed is the row's failure like any other, shown with its URL.
                 let outcome = RowOutcome.failed(reason: error.reasonKey, message: error.description, isTransient: error.isTransient)
                 if case let .filesystem(fileError) = error, fileError.isFatal {
@@ -406,7 +403,7 @@ extension Pipeline {
                 } else {
                     end(candidate, as: outcome)
                 }
-            case let .success(image):
+            case let .verified(image):
                 return .publish(image)
             }
             return .settled(kept: false)

@@ -73,7 +73,7 @@ struct DownloadManagerTests {
             return
         }
         #expect(await outcome("/wrong-type.png").success?.info.format == .png)
-        #expect(await outcome("/small.png", filter: ImageFilter(minimumWidth: 16)).failure == .filtered("10×10 is smaller than 16×0"))
+        #expect(await outcome("/small.png", filter: ImageFilter(minimumWidth: 16)).keptOut == .filtered("10×10 is smaller than 16×0"))
         #expect(await outcome("/missing.png").failure == .statusUnacceptable(404))
         #expect(await outcome("/big.png").failure == .transport(.tooLarge(limit: 50_000)))
         await manager.shutdown()
@@ -302,7 +302,7 @@ struct DownloadManagerTests {
         // next may not start inside that call (20,000 attempts deep, the thread's stack would not hold them)
         for index in 0..<20_000 {
             manager.download(DownloadRequest(url: server.url("/\(index).png"), directory: folder.url, consent: ConsentPolicy(), site: robots)) { result in
-                if case .failure(.disallowed) = result { refused.withLock { $0 += 1 } }
+                if case .keptOut(.disallowed) = result { refused.withLock { $0 += 1 } }
             }
         }
         await manager.waitUntilIdle()

@@ -1,4 +1,5 @@
 import Foundation
+import MirrorConsent
 import MirrorFetch
 import MirrorTransport
 import Testing

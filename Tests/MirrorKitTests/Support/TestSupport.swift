@@ -57,6 +57,12 @@ extension Result {
     var failure: Failure? { if case let .failure(error) = self { error } else { nil } }
 }
 
+extension DownloadResult {
+    var success: VerifiedImage? { if case let .verified(image) = self { image } else { nil } }
+    var failure: DownloadError? { if case let .failed(error) = self { error } else { nil } }
+    var keptOut: RowOutcome? { if case let .keptOut(outcome) = self { outcome } else { nil } }
+}
+
 /// A text table of `lines` (one URL each), written to a temporary file and opened as a pipeline source.
 func urlTable(_ lines: [String]) throws -> TableSource {
     let file = FileManager.default.temporaryDirectory.appendingPathComponent("mirror-table-\(UUID().uuidString).txt")

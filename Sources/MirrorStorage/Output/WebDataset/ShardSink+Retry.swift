@@ -128,8 +128,8 @@ extension ShardSink {
         stats.seconds = (ContinuousClock.now - retried.started).seconds
         try AtomicFile.replaceFile(stats.json(), at: files[2], sync: sync, staging: hidden)
         if let store {
-            try store.deliver(files[..<2])
-            try store.deliver(files[2...])  // last: a reader that sees the new stats sees the new tar
+            try store.deliver(Array(files[..<2]))
+            try store.deliver(Array(files[2...]))  // last: a reader that sees the new stats sees the new tar
             for file in files { AtomicFile.remove(file) }
         } else if sync {
             try AtomicFile.syncDirectory(directory)

@@ -63,11 +63,11 @@ extension ShardSink {
         try tar.commit(sync: sync)
         try AtomicFile.writeFile(lines, to: files[1], sync: sync, staging: hidden)
         if let store = configuration.store {
-            try store.deliver(files[..<2])
+            try store.deliver(Array(files[..<2]))
             stats.finished = Date()
             stats.seconds = (ContinuousClock.now - shard.started).seconds
             try AtomicFile.writeFile(stats.json(), to: files[2], sync: false, staging: hidden)
-            try store.deliver(files[2...])  // last: the stats object marks the shard complete
+            try store.deliver(Array(files[2...]))  // last: the stats object marks the shard complete
             for file in files { AtomicFile.remove(file) }
         } else {
             stats.finished = Date()

@@ -31,7 +31,7 @@ public final class ShardSink: ImageSink {
         public var shard: WorkShard?
         /// Object storage the shards go to once written, or `nil` to keep them in ``directory``. With a store,
         /// ``directory`` is the local state folder where each shard is assembled before it is uploaded.
-        public var store: S3ShardStore?
+        package var store: (any ShardStore)?
         /// Which failed rows of complete shards are downloaded again, or `nil` (the default) for none. A shard that
         /// gains a sample is written anew, whole (tar, records, then stats); the others are not touched.
         public var retryFailed: RetryFailed?

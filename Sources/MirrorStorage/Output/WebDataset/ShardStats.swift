@@ -11,9 +11,9 @@ package struct ShardStats: Codable, Sendable {
     /// The copy of a sharded job that wrote it.
     var copy: WorkShard?
     /// Rows of the table in the shard.
-    var rows = 0
+    package var rows = 0
     /// How they ended.
-    var tally = Tally()
+    package var tally = Tally()
     var seconds = 0.0
     /// The purpose the run matched reservations against, and the signals it set aside (`--ignore-opt-out`).
     var purpose: UsePurpose?

@@ -1,4 +1,5 @@
 import Foundation
+import MirrorCore
 import MirrorModel
 
 /// The W3C TDM Reservation Protocol (TDMRep), as its Community Group's final report of 10 May 2024 specifies it

@@ -1,4 +1,5 @@
 import Foundation
+import MirrorConsent
 import MirrorModel
 
 /// Every signal mirror consults for one URL, and what ``ConsentPolicy`` decides on them: what `mirror why` prints.

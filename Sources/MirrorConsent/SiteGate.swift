@@ -1,7 +1,6 @@
 import Foundation
 import MirrorModel
 import MirrorSync
-import MirrorStorage
 import MirrorTransport
 
 /// Each origin's site files — its `robots.txt` and its TDMRep file, `/.well-known/tdmrep.json` — fetched once per run
@@ -76,8 +75,7 @@ public final class SiteGate: Sendable {
 
         /// A transfer that failed, with the network's key and transience.
         static func failure(_ error: TransportError) -> Unavailable {
-            let download = DownloadError.transport(error)
-            return Unavailable(message: error.description, reason: download.reasonKey, transient: download.isTransient)
+            Unavailable(message: error.description, reason: error.reasonKey, transient: error.isTransient)
         }
     }
 

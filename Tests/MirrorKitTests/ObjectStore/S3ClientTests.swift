@@ -2,6 +2,7 @@ import Foundation
 @testable import MirrorCore
 @testable import MirrorFetch
 @testable import MirrorKit
+@testable import MirrorObjectStore
 @testable import MirrorSearch
 @testable import MirrorStorage
 import MirrorTestSupport

@@ -1,4 +1,5 @@
 import Foundation
+@testable import MirrorConsent
 import MirrorSync
 @testable import MirrorFetch
 import MirrorTestSupport

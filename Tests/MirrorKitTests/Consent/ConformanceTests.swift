@@ -1,4 +1,5 @@
 import Foundation
+@testable import MirrorConsent
 import MirrorFetch
 @testable import MirrorModel
 import MirrorStorage

@@ -199,19 +199,26 @@ public struct ConsentPolicy: Sendable, Hashable {
     /// The verdict on a verified image's own marks, and with `setAside` (the reservations of the site and the response
     /// the run set aside) what its record says: a reservation that counts ends it opted out; with ``skipsGenerated``,
     /// a declared generated image ends filtered.
-    func judge(marks: ImageMarks?, setAside: [ConsentEvidence]) -> Result<ImageDeclarations, DownloadError> {
+    package func judge(marks: ImageMarks?, setAside: [ConsentEvidence]) -> MarksJudgement {
         // Most images carry no marks at all: nothing to read, nothing declared.
-        guard let marks else { return .success(ImageDeclarations(purpose: purpose, ignored: setAside)) }
+        guard let marks else { return .kept(ImageDeclarations(purpose: purpose, ignored: setAside)) }
         var setAside = setAside
         switch verdict(Self.evidence(of: marks)) {
-        case let .refused(reservation): return .failure(.optedOut(reservation))
+        case let .refused(reservation): return .keptOut(.optedOut(reservation))
         case let .allowed(ignored): setAside += ignored
         }
         let declarations = declarations(of: marks, setAside: setAside)
         if skipsGenerated, declarations.isGenerated, let type = declarations.sourceType {
             let code = type.split(separator: "/").last.map(String.init) ?? type
-            return .failure(.filtered("declares it was generated: \(code) (\(declarations.sourceTypeFrom?.rawValue ?? "iptc"))"))
+            return .keptOut(.filtered("declares it was generated: \(code) (\(declarations.sourceTypeFrom?.rawValue ?? "iptc"))"))
         }
-        return .success(declarations)
+        return .kept(declarations)
+    }
+
+    /// What an image's own marks decide: it is kept, with what its record declares, or the row ends here.
+    package enum MarksJudgement: Sendable {
+        case kept(ImageDeclarations)
+        /// Opted out by a mark, or filtered as generated (``skipsGenerated``).
+        case keptOut(RowOutcome)
     }
 }

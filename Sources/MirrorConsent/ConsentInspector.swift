@@ -1,4 +1,5 @@
 import Foundation
+import MirrorConsent
 import MirrorModel
 import MirrorSync
 import MirrorImages
@@ -8,7 +9,8 @@ import MirrorTransport
 /// library behind `mirror why`.
 ///
 /// The site's files are read through a ``SiteGate`` as the pipeline makes it (the same files for the policy, the same
-/// product tokens, `User-Agent`, `--connect-to` and timeout), without a ``SiteMemory``: always fresh, each origin once
+/// product tokens, `User-Agent`, `--connect-to` and timeout: MirrorFetch's `init(policy:downloads:)` takes them from a
+/// run's download settings), without a ``SiteMemory``: always fresh, each origin once
 /// per call. The image itself is not requested unless asked (`fetchingImages`), and then only where the site's files
 /// let mirror fetch it, as a download would; its response's headers and its own marks are read as the download path
 /// reads them (``ResponseSignals``, then ``ImageValidator`` with `readsMarks`), in memory, and nothing is saved.
@@ -22,13 +24,21 @@ import MirrorTransport
 public struct ConsentInspector: Sendable {
     /// What the URLs would be collected for, the signals set aside, the tokens read for.
     public var policy: ConsentPolicy
-    /// The requests' settings, as a run's downloads have them: ``DownloadManager/Configuration/userAgent``,
-    /// `connectTo`, `timeout`, `maximumBytes`, `stall`, `pixelLimit`.
-    public var downloads: DownloadManager.Configuration
+    /// Every request as a run's downloads make it: `User-Agent`, `--connect-to`, the limits on time and bytes.
+    public var request: TransferRequest
+    /// The run's `--timeout`, or `nil` for the site files' own limit (``SiteGate``).
+    public var siteTimeout: Duration?
+    /// Images declaring more pixels are not read (`--max-pixels`).
+    public var pixelLimit: Int
 
-    public init(policy: ConsentPolicy, downloads: DownloadManager.Configuration = DownloadManager.Configuration()) {
+    public init(
+        policy: ConsentPolicy, request: TransferRequest = TransferRequest(url: URL(string: "http://localhost/")!), siteTimeout: Duration? = nil,
+        pixelLimit: Int = ImageValidator.defaultPixelLimit
+    ) {
         self.policy = policy
-        self.downloads = downloads
+        self.request = request
+        self.siteTimeout = siteTimeout
+        self.pixelLimit = pixelLimit
     }
 
     /// Each URL's explanation, in order.
@@ -44,8 +54,8 @@ public struct ConsentInspector: Sendable {
         let notices = Locked<[String]>([])
         let files = policy.siteFiles
         let gate = files.isEmpty ? nil : SiteGate(
-            loader: loader, agents: policy.robotsTag.agents, userAgent: downloads.userAgent, connectTo: downloads.connectTo,
-            timeout: downloads.timeout, files: files, onNotice: { notice in notices.withLock { $0.append(notice) } }
+            loader: loader, agents: policy.robotsTag.agents, userAgent: request.userAgent, connectTo: request.connectTo,
+            timeout: siteTimeout, files: files, onNotice: { notice in notices.withLock { $0.append(notice) } }
         )
         var explanations: [ConsentExplanation] = []
         for url in urls {
@@ -137,7 +147,7 @@ public struct ConsentInspector: Sendable {
     /// `explanation`; returns that evidence, in the order the download path reads it, and why there was no image to
     /// read, if there was none.
     private func readImage(_ url: URL, loader: any HTTPLoading, into explanation: inout ConsentExplanation) async -> ([ConsentEvidence], String?) {
-        var request = downloads.transferTemplate
+        var request = request
         request.url = url
         request.destination = .memory
         let response: HTTPResponse
@@ -157,7 +167,7 @@ public struct ConsentInspector: Sendable {
         explanation.headers = headers.map { ConsentExplanation.Signal($0, policy: policy) }
         let info: ImageInfo
         do {
-            info = try ImageValidator(pixelLimit: downloads.pixelLimit, readsMarks: true).validate(response.body)
+            info = try ImageValidator(pixelLimit: pixelLimit, readsMarks: true).validate(response.body)
         } catch {
             image.problem = "not an image: \(error)"
             explanation.marks = []

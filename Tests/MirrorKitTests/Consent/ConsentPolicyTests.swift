@@ -1,4 +1,5 @@
 import Foundation
+@testable import MirrorConsent
 @testable import MirrorModel
 import MirrorSync
 @testable import MirrorFetch
@@ -233,9 +234,9 @@ struct ConsentPolicyTests {
         // and with --skip-generated such an image is filtered, for the search that C2PA's training entry does not reserve
         var skipping = ConsentPolicy(purpose: .search)
         skipping.skipsGenerated = true
-        guard case let .failure(.filtered(reason)) = skipping.judge(marks: marks, setAside: []) else { Issue.record("not filtered"); return }
+        guard case let .keptOut(.filtered(reason)) = skipping.judge(marks: marks, setAside: []) else { Issue.record("not filtered"); return }
         #expect(reason == "declares it was generated: trainedAlgorithmicMedia (c2pa)")
-        guard case .failure(.optedOut) = ConsentPolicy().judge(marks: marks, setAside: []) else { Issue.record("not refused"); return }
+        guard case .keptOut(.optedOut) = ConsentPolicy().judge(marks: marks, setAside: []) else { Issue.record("not refused"); return }
     }
 
     @Test func ignoreOptOutTakesSignalsOrAll() throws {

@@ -1,4 +1,5 @@
 import Foundation
+import MirrorStorage
 import MirrorSync
 
 /// WebDataset shards in object storage: `s3://BUCKET/PREFIX/NNNNN.tar`, `.jsonl`, then `NNNNN_stats.json`, which is
@@ -9,7 +10,7 @@ import MirrorSync
 /// then aborts the multipart uploads a killed run of this copy left, and deletes the objects of this copy's incomplete
 /// shards (a tar whose stats never came, or stats not to be trusted: the stats object first), so that a rerun leaves
 /// neither a partial nor an orphaned upload behind.
-public final class S3ShardStore: Sendable {
+public final class S3ShardStore: ShardStore {
     public let client: S3Client
     /// Which of this copy's shards are complete, with their stats (what the dataset holds and lacks), and which had
     /// stats not to be trusted (their objects are deleted: the shards are written again).
@@ -17,7 +18,7 @@ public final class S3ShardStore: Sendable {
     /// The records of the complete shards that have rows to retry (with `retry`), by number.
     package let records: [Int: Data]
     /// Whether `sizes.json` was there when the store was opened.
-    let hasSizesFile: Bool
+    package let hasSizesFile: Bool
 
     /// Shard numbers of this copy whose stats object marks them complete.
     public var completeShards: Set<Int> { completion.completeShards }
@@ -111,7 +112,7 @@ public final class S3ShardStore: Sendable {
 
     /// The samples of every complete shard under the prefix (any copy's): `known` as given, the others from their
     /// stats objects. Blocks the calling thread (the shard writer's).
-    func sampleCounts(known: [Int: Int]) throws(ObjectStoreError) -> [Int: Int] {
+    package func sampleCounts(known: [Int: Int]) throws(ObjectStoreError) -> [Int: Int] {
         let client = self.client
         let counts = Locked(known)
         try Self.blocking { () async throws(ObjectStoreError) in
@@ -131,7 +132,7 @@ public final class S3ShardStore: Sendable {
     }
 
     /// Uploads shard files, in order, each under its own name; blocks the calling thread (the shard writer's).
-    package func deliver(_ files: some Collection<URL>) throws(ObjectStoreError) {
+    package func deliver(_ files: [URL]) throws(ObjectStoreError) {
         for file in files {
             let name = file.lastPathComponent
             let type = name.hasSuffix(".tar") ? "application/x-tar" : name.hasSuffix(".jsonl") ? "application/x-ndjson" : "application/json"
