@@ -247,7 +247,9 @@ struct Search: AsyncParsableCommand {
             }
         }
         if outputOptions.json {
+            /// Each query's summary, and the sums; `schema` is the counts' (``Tally/schemaVersion``), as in each summary.
             struct Total: Encodable {
+                var schema = Tally.schemaVersion
                 var queries: [MirrorJob.Summary]
                 var saved: Int
                 var total: Int
@@ -308,9 +310,9 @@ struct Search: AsyncParsableCommand {
             line = "up to date: \(summary.total) images in \(output) (asked for \(summary.target)); nothing to fetch"
         } else {
             var text = "\(summary.tally.saved) saved, \(summary.total)/\(summary.target) in \(output)"
-            text += ", \(summary.tally.failed) failed, \(summary.duplicates) duplicates"
+            text += ", \(summary.tally.failed) failed, \(summary.tally.duplicates + summary.tally.alreadySaved) duplicates"
             if summary.tally.nearDuplicates > 0 { text += ", \(summary.tally.nearDuplicates) near-duplicates" }
-            text += ", \(summary.filtered) filtered"
+            text += ", \(summary.tally.filtered + summary.tally.optedOut + summary.tally.disallowed) filtered"
             let refused = summary.tally.optedOut + summary.tally.disallowed
             if refused > 0 { text += " (\(refused) reserved against \(summary.purpose.rawValue): " + Urls.bySignal(summary.tally.refusals) + ")" }
             if summary.tally.generated > 0 { text += ", \(summary.tally.generated) of the saved declare they were generated" }

@@ -73,9 +73,8 @@ struct Status: AsyncParsableCommand {
                 lines.append("  " + split.rawValue.padding(toLength: 12, withPad: " ", startingAt: 0) + counts.saved.formatted(.number.grouping(.automatic)) + " saved")
             }
         }
-        var counts = tally.counts
-        counts.bytes = nil  // a folder's manifest is counted, not its files' sizes
-        return (tally, String(decoding: jsonLine(counts), as: UTF8.self), lines)
+        // A folder's manifest is counted, not its files' sizes: no `bytes`.
+        return (tally, String(decoding: jsonLine(Tally.Encoded(tally, keys: .schema1Names)), as: UTF8.self), lines)
     }
 
     /// One folder of files (``FolderStatus``); `nil` when it is none.
