@@ -309,14 +309,9 @@ struct Search: AsyncParsableCommand {
         if summary.upToDate {
             line = "up to date: \(summary.total) images in \(output) (asked for \(summary.target)); nothing to fetch"
         } else {
-            var text = "\(summary.tally.saved) saved, \(summary.total)/\(summary.target) in \(output)"
-            text += ", \(summary.tally.failed) failed, \(summary.tally.duplicates + summary.tally.alreadySaved) duplicates"
-            if summary.tally.nearDuplicates > 0 { text += ", \(summary.tally.nearDuplicates) near-duplicates" }
-            text += ", \(summary.tally.filtered + summary.tally.optedOut + summary.tally.disallowed) filtered"
-            let refused = summary.tally.optedOut + summary.tally.disallowed
-            if refused > 0 { text += " (\(refused) reserved against \(summary.purpose.rawValue): " + Urls.bySignal(summary.tally.refusals) + ")" }
-            if summary.tally.generated > 0 { text += ", \(summary.tally.generated) of the saved declare they were generated" }
-            text += ", \(summary.pages) pages"
+            var phrases = TallyReport.runPhrases(summary.tally, purpose: summary.purpose)
+            phrases.insert("\(TallyReport.number(summary.total))/\(TallyReport.number(summary.target)) in \(output)", at: 1)
+            var text = (phrases + ["\(TallyReport.number(summary.pages)) pages"]).joined(separator: ", ")
             text += String(format: " in %.1fs", summary.seconds)
             let failed = summary.providerStatus.filter { $0.status == .failed }
             if !failed.isEmpty {
