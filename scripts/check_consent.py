@@ -124,7 +124,7 @@ def main():
             with open(os.path.join(out, "00000_stats.json"), encoding="utf-8") as handle:
                 stats = json.load(handle)
             refused = sum(1 for sample in samples if expected(sample, "ai-train"))
-            checks.check(stats["opted_out"] == refused and sum(stats.get("refusals", {}).values()) == refused,
+            checks.check(stats["optedOut"] == refused and sum(stats.get("refusals", {}).values()) == refused,
                          f"the stats count {refused} refusals", json.dumps(stats)[:400])
 
         checks.section("A folder for AI training", folder("ai-train"))

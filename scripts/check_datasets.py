@@ -696,7 +696,7 @@ def hub_folder():
     requested, start = requests_logged(IMAGE_LOG, start)
     summary = json.loads(again.stdout.strip().splitlines()[-1])
     check(not requested and summary.get("saved") == 0,
-          f"a rerun makes no request: {len(requested)} requests, saved {summary.get('saved')}, already there {summary.get('skipped')}")
+          f"a rerun makes no request: {len(requested)} requests, saved {summary.get('saved')}, already there {summary.get('alreadySaved')}")
 
     # A top-up: the table grows by 600 rows
     before = {name: os.stat(os.path.join(out, name)).st_ino for name in (r["file_name"] for r in

@@ -363,7 +363,7 @@ def read_shards(files):
     return shards
 
 
-STATS_KEYS = {"shard", "rows", "saved", "failed", "failures", "invalid", "duplicates", "filtered", "opted_out",
+STATS_KEYS = {"shard", "rows", "saved", "failed", "failures", "invalidRows", "duplicates", "filtered", "optedOut",
               "disallowed", "bytes", "seconds", "started", "finished"}
 
 
@@ -973,7 +973,7 @@ def check_k_shards(label, shards, rows, retried):
         missing_503 = 0 if retried else sum(1 for p in positions if p in K_503)
         failures = {reason: n for reason, n in (("http-404", missing_404), ("http-503", missing_503)) if n}
         want = {"shard": number, "rows": K_SHARD, "saved": len(saved), "failed": missing_404 + missing_503,
-                "transient": missing_503, "failures": failures}
+                "transientFailures": missing_503, "failures": failures}
         got = {k: shard["stats"].get(k) for k in want}
         if got != want:
             bad_stats.append(f"shard {number}: {got} != {want}")
@@ -981,7 +981,7 @@ def check_k_shards(label, shards, rows, retried):
           f"(http-503 transient, http-404 not, null and false for a saved row)", "\n".join(bad_lines[:8]))
     check(not bad_tars, f"{label}: each tar read back with tarfile holds each saved row once (png, json, txt), in row "
           "order, the served bytes and the row's caption and record", "\n".join(bad_tars[:8]))
-    check(not bad_stats, f"{label}: each stats object counts its shard (saved, failed, failures, transient)", "\n".join(bad_stats[:8]))
+    check(not bad_stats, f"{label}: each stats object counts its shard (saved, failed, failures, transientFailures)", "\n".join(bad_stats[:8]))
 
 
 def status_of(label, target, env):

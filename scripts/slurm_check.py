@@ -165,7 +165,7 @@ def compare(checks, a, b):
     for number in sorted(set(left) & set(right)):
         if left[number][2] != right[number][2]:
             checks.fail(f"shard {number}: tar member names differ")
-        for field in ("rows", "saved", "failed", "invalid", "duplicates"):
+        for field in ("rows", "saved", "failed", "invalidRows", "duplicates"):
             if left[number][1].get(field) != right[number][1].get(field):
                 checks.fail(f"shard {number}: stats {field} {left[number][1].get(field)} vs "
                             f"{right[number][1].get(field)}")

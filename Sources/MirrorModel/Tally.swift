@@ -1,7 +1,7 @@
 import Foundation
 
 /// What was counted: one type for the pipeline's run, a shard's stats, `mirror status`'s sum of them, and the jobs'
-/// summaries.
+/// summaries; written and read as JSON in one schema (`Tally+JSON.swift`).
 ///
 /// Every row (or candidate) ends in exactly one of the counts, except ``bytes`` and ``cacheHits``, which describe the
 /// saved ones, and ``failures``, which splits ``failed`` by reason.
@@ -100,76 +100,5 @@ public struct Tally: Sendable, Hashable {
         tally.bytes += other.bytes
         tally.cacheHits += other.cacheHits
         tally.transient += other.transient
-    }
-}
-
-extension Tally {
-    /// The counts as a shard's stats file and `mirror status --json` name them (`saved`, `failed`, `transient`,
-    /// `failures`, `invalid`, `duplicates`, `filtered`, `opted_out`, `disallowed`, `refusals`, `generated`, `bytes`). Read leniently: a count
-    /// a file does not have is 0, so stats written before `transient` was counted read as if every failure were
-    /// permanent.
-    package struct Counts: Codable, Equatable {
-        var saved = 0
-        var failed = 0
-        var transient = 0
-        var failures: [String: Int] = [:]
-        var invalid = 0
-        var duplicates = 0
-        /// Left out when there are none (every file written before `--dedup near`, and every run without it).
-        var nearDuplicates: Int?
-        var filtered = 0
-        var optedOut = 0
-        var disallowed = 0
-        /// Refusals by signal; left out when there are none (and in every file written before they were counted).
-        var refusals: [String: Int]?
-        /// Saved images that declare they were generated; left out when there are none.
-        var generated: Int?
-        /// Left out where the bytes are not known (a folder's `mirror status --json`).
-        package var bytes: Int64?
-
-        private enum CodingKeys: String, CodingKey {
-            case saved, failed, transient, failures, invalid, duplicates, filtered, disallowed, refusals, generated, bytes
-            case optedOut = "opted_out"
-            case nearDuplicates = "near_duplicates"
-        }
-
-        init() {}
-
-        package init(from decoder: any Decoder) throws {
-            let container = try decoder.container(keyedBy: CodingKeys.self)
-            func count(_ key: CodingKeys) throws -> Int { try container.decodeIfPresent(Int.self, forKey: key) ?? 0 }
-            saved = try container.decode(Int.self, forKey: .saved)
-            (failed, transient, invalid, duplicates) = (try count(.failed), try count(.transient), try count(.invalid), try count(.duplicates))
-            (filtered, optedOut, disallowed) = (try count(.filtered), try count(.optedOut), try count(.disallowed))
-            failures = try container.decodeIfPresent([String: Int].self, forKey: .failures) ?? [:]
-            nearDuplicates = try container.decodeIfPresent(Int.self, forKey: .nearDuplicates)
-            refusals = try container.decodeIfPresent([String: Int].self, forKey: .refusals)
-            generated = try container.decodeIfPresent(Int.self, forKey: .generated)
-            bytes = try container.decodeIfPresent(Int64.self, forKey: .bytes)
-        }
-    }
-
-    /// The counts, as files name them.
-    package var counts: Counts {
-        var counts = Counts()
-        (counts.saved, counts.failed, counts.transient, counts.failures) = (saved, failed, transient, failures)
-        (counts.invalid, counts.duplicates, counts.filtered) = (invalid, duplicates, filtered)
-        (counts.optedOut, counts.disallowed, counts.bytes) = (optedOut, disallowed, bytes)
-        counts.nearDuplicates = nearDuplicates > 0 ? nearDuplicates : nil
-        counts.refusals = refusals.isEmpty ? nil : refusals
-        counts.generated = generated > 0 ? generated : nil
-        return counts
-    }
-
-    /// A tally of `counts` (a failure count never below the transient ones).
-    package init(counts: Counts) {
-        self.init()
-        (saved, failed, failures) = (counts.saved, counts.failed, counts.failures)
-        transient = min(counts.transient, counts.failed)
-        (invalid, duplicates, filtered) = (counts.invalid, counts.duplicates, counts.filtered)
-        (optedOut, disallowed, bytes) = (counts.optedOut, counts.disallowed, counts.bytes ?? 0)
-        nearDuplicates = counts.nearDuplicates ?? 0
-        refusals = counts.refusals ?? [:]
-        generated = counts.generated ?? 0
     }
 }

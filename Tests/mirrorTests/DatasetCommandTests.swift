@@ -87,9 +87,9 @@ struct DatasetCommandTests {
         #expect(stats.map { $0["rows"] as? Int ?? 0 }.reduce(0, +) == Self.rows)
         #expect(stats.map { $0["saved"] as? Int ?? 0 }.reduce(0, +) == expected.saved)
         #expect(stats.map { $0["failed"] as? Int ?? 0 }.reduce(0, +) == expected.failed)
-        #expect(stats.map { $0["invalid"] as? Int ?? 0 }.reduce(0, +) == expected.invalid)
+        #expect(stats.map { $0["invalidRows"] as? Int ?? 0 }.reduce(0, +) == expected.invalid)
         for shard in stats {
-            let parts = ["saved", "failed", "invalid", "duplicates", "filtered", "opted_out", "disallowed"].map { shard[$0] as? Int ?? 0 }
+            let parts = ["saved", "failed", "invalidRows", "duplicates", "nearDuplicates", "filtered", "optedOut", "disallowed"].map { shard[$0] as? Int ?? 0 }
             #expect(parts.reduce(0, +) == shard["rows"] as? Int, "\(shard)")
         }
         var keys = Set<String>()

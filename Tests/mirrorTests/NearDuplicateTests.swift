@@ -134,7 +134,7 @@ struct NearDuplicateTests: EmulatedSearch {
         #expect(summary["nearDuplicates"] as? Int == 16 && summary["saved"] as? Int == 8)
         // And the stats count them apart, and the tars hold the 8 samples whole (GNU tar lists them)
         let stats = (0..<3).compactMap { try? JSONSerialization.jsonObject(with: Data(contentsOf: out.appendingPathComponent(String(format: "%05d_stats.json", $0)))) as? [String: Any] }
-        #expect(stats.reduce(0) { $0 + ($1["near_duplicates"] as? Int ?? 0) } == 16)
+        #expect(stats.reduce(0) { $0 + ($1["nearDuplicates"] as? Int ?? 0) } == 16)
         var members = 0
         for shard in 0..<3 {
             let listing = try runTool("/usr/bin/tar", ["-tf", out.appendingPathComponent(String(format: "%05d.tar", shard)).path])

@@ -116,7 +116,7 @@ struct ProviderChainTests: EmulatedSearch {
         #expect(notified.count == 40)
         #expect(notified.sorted() == saved.sorted())
         let summary = json(second.stdout)
-        #expect((summary?["duplicates"] as? Int ?? 0) >= 12)
+        #expect((summary?["alreadySaved"] as? Int ?? 0) >= 12)
         #expect((summary?["failed"] as? Int ?? 0) > 0)
         #expect(summary?["downloadNotifications"] as? Int == 28)
     }

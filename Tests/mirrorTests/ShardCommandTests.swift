@@ -92,7 +92,7 @@ struct ShardCommandTests {
         let status = try await MirrorBinary.run(["status", sharded.path, "--json"])
         let summary = try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any]
         #expect(status.status == 3, "\(status.stderr)")  // every shard done, but rows are missing (404s, bad rows)
-        #expect(summary?["rows"] as? Int == Self.rows && summary?["shards_done"] as? Int == 6)
+        #expect(summary?["rows"] as? Int == Self.rows && summary?["shardsDone"] as? Int == 6)
         #expect((summary?["failures"] as? [String: Int])?["http-404"] == (0..<Self.rows).filter { $0 % 23 == 4 && $0 % 37 != 9 }.count)
     }
 

@@ -63,7 +63,7 @@ struct UntrustedStatsTests {
         #expect(status.stdout.contains("  untrusted   \(named): shard 0 counts as incomplete; mirror urls downloads it again"), "\(status.stdout)")
         let json = try await MirrorBinary.run(["status", out.path, "--json"])
         let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
-        #expect(object["shards_untrusted"] as? [Int] == [0] && object["shards_incomplete"] as? [Int] == [0] && object["shards_done"] as? Int == 1)
+        #expect(object["shardsUntrusted"] as? [Int] == [0] && object["shardsIncomplete"] as? [Int] == [0] && object["shardsDone"] as? Int == 1)
 
         // When mirror urls runs again
         server.resetCounters()

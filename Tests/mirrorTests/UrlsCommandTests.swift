@@ -86,6 +86,22 @@ struct UrlsCommandTests {
         #expect(transient.stderr.contains("HTTP 503"))
     }
 
+    @Test func theSummaryLineCountsFailuresLargestFirst() async throws {
+        // Given two HTML pages posing as JPEGs and one 404: by name the 404 would come first, by count it comes last
+        let server = try serve(1)
+        defer { server.stop() }
+        server.route("/fake2.jpg", .ok(TestImages.htmlErrorPage, contentType: "image/jpeg"))
+        let urls = ["/p/0.png", "/fake.jpg", "/fake2.jpg", "/nothing.png"].map { server.url($0).absoluteString }
+        let out = TemporaryFolder()
+
+        // When they are fetched
+        let run = try await MirrorBinary.run(["urls", "-", "--out", out.path], stdin: urls.joined(separator: "\n") + "\n")
+
+        // Then the summary names the reasons by count, the largest first
+        #expect(run.status == 3, "\(run.stderr)")
+        #expect(run.stderr.contains("1 saved, 0 duplicates, 3 failed (not-image-html 2, http-404 1)"), "\(run.stderr)")
+    }
+
     @Test func usageErrorsExit64() async throws {
         let missingOut = try await MirrorBinary.run(["urls", "-"], stdin: "")
         #expect(missingOut.status == 64)

@@ -11,8 +11,7 @@ extension MirrorJob {
         /// Whether every source ran dry before the count; whether the folder already held it (nothing fetched);
         /// whether the run was cancelled.
         public var exhausted = false, upToDate = false, interrupted = false
-        /// How the candidates ended: ``Tally/saved`` by this run, and what did not count (see ``duplicates`` and
-        /// ``filtered`` for how the search reports them).
+        /// How the candidates ended: ``Tally/saved`` by this run, and what did not count.
         public var tally = Tally()
         /// For a `--queries` run: the query (its label), and images saved that another query's folder holds too.
         public var label: String?
@@ -47,33 +46,21 @@ extension MirrorJob {
 
         public init() {}
 
-        /// Candidates whose URL or bytes the folder already had: ``Tally/duplicates`` and ``Tally/alreadySaved``,
-        /// which the search reports as one.
-        public var duplicates: Int { tally.duplicates + tally.alreadySaved }
-        /// Valid images turned away: by the filters, or by a reservation of their owner's (`optedOut` and `disallowed`,
-        /// counted per signal in ``Tally/refusals``), which the search reports as one.
-        public var filtered: Int { tally.filtered + tally.optedOut + tally.disallowed }
-
-        /// The keys of `--json`, a contract: the tally's counts are named as they always were.
+        /// The keys of `--json` beside the tally's (``Tally/encode(to:keys:)``, the schema every output shares): the
+        /// count asked for, the providers and the run's settings.
         enum CodingKeys: String, CodingKey {
-            case saved, total, target, exhausted, upToDate, interrupted, failed, duplicates, nearDuplicates, filtered, failures, label
-            case crossLabelDuplicates, providers, providerStatus, pages, apiRequests, downloadNotifications
-            case downloadNotificationsFailed, bytes, seconds, optedOut, refusals, generated, purpose, ignoredOptOuts, agents
+            case total, target, exhausted, upToDate, interrupted, label, crossLabelDuplicates, providers, providerStatus, pages
+            case apiRequests, downloadNotifications, downloadNotificationsFailed, seconds, purpose, ignoredOptOuts, agents
         }
 
         public func encode(to encoder: any Encoder) throws {
+            try tally.encode(to: encoder, keys: .summary)
             var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(tally.saved, forKey: .saved)
             try container.encode(total, forKey: .total)
             try container.encode(target, forKey: .target)
             try container.encode(exhausted, forKey: .exhausted)
             try container.encode(upToDate, forKey: .upToDate)
             try container.encode(interrupted, forKey: .interrupted)
-            try container.encode(tally.failed, forKey: .failed)
-            try container.encode(duplicates, forKey: .duplicates)
-            try container.encode(tally.nearDuplicates, forKey: .nearDuplicates)
-            try container.encode(filtered, forKey: .filtered)
-            try container.encode(tally.failures, forKey: .failures)
             try container.encodeIfPresent(label, forKey: .label)
             try container.encode(crossLabelDuplicates, forKey: .crossLabelDuplicates)
             try container.encode(providers, forKey: .providers)
@@ -82,11 +69,7 @@ extension MirrorJob {
             try container.encode(apiRequests, forKey: .apiRequests)
             try container.encode(downloadNotifications, forKey: .downloadNotifications)
             try container.encode(downloadNotificationsFailed, forKey: .downloadNotificationsFailed)
-            try container.encode(tally.bytes, forKey: .bytes)
             try container.encode(seconds, forKey: .seconds)
-            try container.encode(tally.optedOut + tally.disallowed, forKey: .optedOut)
-            try container.encode(tally.refusals, forKey: .refusals)
-            try container.encode(tally.generated, forKey: .generated)
             try container.encode(purpose.rawValue, forKey: .purpose)
             try container.encode(ignoredOptOuts.map(\.rawValue).sorted(), forKey: .ignoredOptOuts)
             try container.encode(agents, forKey: .agents)

@@ -35,39 +35,23 @@ extension URLListJob {
 
         public init() {}
 
-        /// The keys of `--json`, a contract: the tally's counts are named as they always were, but for
-        /// `alreadySaved`, the rows the output already held, which until 0.40 was `skipped` alone (a word the tally
-        /// used for rows that failed for good earlier). `skipped` carries the same count until 1.0, then goes.
+        /// The keys of `--json` beside the tally's (``Tally/encode(to:keys:)``, the schema every output shares):
+        /// where the shards stand and the run's settings. `skipped` is ``Tally/alreadySaved`` under its name before
+        /// 0.40 (a word the tally used for rows that failed for good earlier): written until 1.0, then gone.
         enum CodingKeys: String, CodingKey {
-            case total, saved, alreadySaved, skipped, duplicates, nearDuplicates, failed, failures, invalidRows, filtered, optedOut, disallowed, refusals
-            case generated, purpose, ignoredOptOuts, agents, bytes
-            case cacheHits, seconds, hasTransientFailures, transientFailures, shards, shardsWritten, tableRows
-            case shardsRewritten, missingTransient, missingPermanent
+            case total, skipped, purpose, ignoredOptOuts, agents, seconds, hasTransientFailures, shards, shardsWritten
+            case tableRows, shardsRewritten, missingTransient, missingPermanent
         }
 
         public func encode(to encoder: any Encoder) throws {
+            try tally.encode(to: encoder, keys: .summary)
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encode(total, forKey: .total)
-            try container.encode(tally.saved, forKey: .saved)
-            try container.encode(tally.alreadySaved, forKey: .alreadySaved)
-            try container.encode(tally.alreadySaved, forKey: .skipped)  // the old name, until 1.0
-            try container.encode(tally.duplicates, forKey: .duplicates)
-            try container.encode(tally.nearDuplicates, forKey: .nearDuplicates)
-            try container.encode(tally.failed, forKey: .failed)
-            try container.encode(tally.failures, forKey: .failures)
-            try container.encode(tally.invalid, forKey: .invalidRows)
-            try container.encode(tally.filtered, forKey: .filtered)
-            try container.encode(tally.optedOut, forKey: .optedOut)
-            try container.encode(tally.disallowed, forKey: .disallowed)
-            try container.encode(tally.refusals, forKey: .refusals)
-            try container.encode(tally.generated, forKey: .generated)
+            try container.encode(tally.alreadySaved, forKey: .skipped)
             try container.encodeIfPresent(purpose?.rawValue, forKey: .purpose)
             try container.encode(ignoredOptOuts.map(\.rawValue).sorted(), forKey: .ignoredOptOuts)
             try container.encode(agents, forKey: .agents)
-            try container.encode(tally.bytes, forKey: .bytes)
-            try container.encode(tally.cacheHits, forKey: .cacheHits)
             try container.encode(tally.hasTransientFailures, forKey: .hasTransientFailures)
-            try container.encode(tally.transient, forKey: .transientFailures)
             try container.encode(seconds, forKey: .seconds)
             try container.encodeIfPresent(shards, forKey: .shards)
             try container.encodeIfPresent(shardsWritten, forKey: .shardsWritten)

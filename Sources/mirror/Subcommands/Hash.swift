@@ -34,17 +34,17 @@ struct Hash: ParsableCommand {
                 let info = try ImageValidator().validate(data)
                 let hashes = try PerceptualHasher.hashes(data, format: info.format)
                 let hash = hashes.whole
-                let trims = hashes.trimmed.map(PerceptualHash.hex)
-                let fields: [String: Any] = [
-                    "file": path, "pdq": hash.hex, "quality": hash.quality, "trimmed": trims, "version": PerceptualHash.version, "width": info.width,
-                    "height": info.height,
-                ]
-                Self.write(json ? Self.jsonLine(fields) : "\(hash.hex) \(hash.quality) \(path)")
+                if json {
+                    let trimmed = hashes.trimmed.map(PerceptualHash.hex)
+                    printJSON(Line(file: path, pdq: hash.hex, quality: hash.quality, trimmed: trimmed, version: PerceptualHash.version, width: info.width, height: info.height))
+                } else {
+                    Self.write("\(hash.hex) \(hash.quality) \(path)")
+                }
             } catch {
                 failed = true
                 let reason = String(describing: error)
                 if json {
-                    Self.write(Self.jsonLine(["file": path, "error": reason]))
+                    printJSON(Line(file: path, error: reason))
                 } else {
                     printError("\(path): \(reason)")
                 }
@@ -58,8 +58,16 @@ struct Hash: ParsableCommand {
         FileHandle.standardOutput.write(Data((line + "\n").utf8))
     }
 
-    private static func jsonLine(_ object: [String: Any]) -> String {
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
-        return String(decoding: data, as: UTF8.self)
+    /// One file's line of `--json`: its hashes and size, or why it has none.
+    private struct Line: Encodable {
+        var file: String
+        var pdq: String?
+        var quality: Int?
+        /// The hashes of its centre without 1.5, 3 and 4.5 % of each border.
+        var trimmed: [String]?
+        var version: Int?
+        var width: Int?
+        var height: Int?
+        var error: String?
     }
 }

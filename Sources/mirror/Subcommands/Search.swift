@@ -247,7 +247,9 @@ struct Search: AsyncParsableCommand {
             }
         }
         if outputOptions.json {
+            /// Each query's summary, and the sums; `schema` is the counts' (``Tally/schemaVersion``), as in each summary.
             struct Total: Encodable {
+                var schema = Tally.schemaVersion
                 var queries: [MirrorJob.Summary]
                 var saved: Int
                 var total: Int
@@ -307,14 +309,9 @@ struct Search: AsyncParsableCommand {
         if summary.upToDate {
             line = "up to date: \(summary.total) images in \(output) (asked for \(summary.target)); nothing to fetch"
         } else {
-            var text = "\(summary.tally.saved) saved, \(summary.total)/\(summary.target) in \(output)"
-            text += ", \(summary.tally.failed) failed, \(summary.duplicates) duplicates"
-            if summary.tally.nearDuplicates > 0 { text += ", \(summary.tally.nearDuplicates) near-duplicates" }
-            text += ", \(summary.filtered) filtered"
-            let refused = summary.tally.optedOut + summary.tally.disallowed
-            if refused > 0 { text += " (\(refused) reserved against \(summary.purpose.rawValue): " + Urls.bySignal(summary.tally.refusals) + ")" }
-            if summary.tally.generated > 0 { text += ", \(summary.tally.generated) of the saved declare they were generated" }
-            text += ", \(summary.pages) pages"
+            var phrases = TallyReport.runPhrases(summary.tally, purpose: summary.purpose)
+            phrases.insert("\(TallyReport.number(summary.total))/\(TallyReport.number(summary.target)) in \(output)", at: 1)
+            var text = (phrases + ["\(TallyReport.number(summary.pages)) pages"]).joined(separator: ", ")
             text += String(format: " in %.1fs", summary.seconds)
             let failed = summary.providerStatus.filter { $0.status == .failed }
             if !failed.isEmpty {

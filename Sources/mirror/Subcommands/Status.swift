@@ -33,8 +33,8 @@ struct Status: AsyncParsableCommand {
             if json {
                 FileHandle.standardOutput.write(Data(folder.json.utf8) + Data("\n".utf8))
             } else {
-                let saved = "  saved       " + folder.tally.saved.formatted(.number.grouping(.automatic))
-                print(([target] + folder.splits + [saved] + Self.failureLines(folder.tally) + Self.otherLines(folder.tally)).joined(separator: "\n"))
+                let saved = "  saved       " + TallyReport.number(folder.tally.saved)
+                print(([target] + folder.splits + [saved] + TallyReport.failureLines(folder.tally) + TallyReport.otherLines(folder.tally)).joined(separator: "\n"))
             }
             throw (folder.tally.failed == 0 ? ExitStatus.success : ExitStatus.exhausted).exitCode
         }
@@ -70,12 +70,11 @@ struct Status: AsyncParsableCommand {
             tally = Tally()
             for (split, counts) in splits {
                 tally += counts
-                lines.append("  " + split.rawValue.padding(toLength: 12, withPad: " ", startingAt: 0) + counts.saved.formatted(.number.grouping(.automatic)) + " saved")
+                lines.append("  " + split.rawValue.padding(toLength: 12, withPad: " ", startingAt: 0) + TallyReport.number(counts.saved) + " saved")
             }
         }
-        var counts = tally.counts
-        counts.bytes = nil  // a folder's manifest is counted, not its files' sizes
-        return (tally, String(decoding: jsonLine(counts), as: UTF8.self), lines)
+        // A folder's manifest is counted, not its files' sizes: no `bytes`.
+        return (tally, String(decoding: jsonLine(Tally.Encoded(tally, keys: .schema1Names)), as: UTF8.self), lines)
     }
 
     /// One folder of files (``FolderStatus``); `nil` when it is none.
@@ -113,11 +112,11 @@ struct Status: AsyncParsableCommand {
     }
 
     static func table(_ status: DatasetStatus, target: String) -> String {
-        func number(_ value: Int) -> String { value.formatted(.number.grouping(.automatic)) }
+        let number = TallyReport.number
         var lines = ["\(target)"]
         var shards = "\(number(status.shardsDone)) done"
-        if !status.shardsMissing.isEmpty { shards += ", \(status.shardsMissing.count) missing (\(ranges(status.shardsMissing)))" }
-        if !status.shardsIncomplete.isEmpty { shards += ", \(status.shardsIncomplete.count) incomplete (\(ranges(status.shardsIncomplete)))" }
+        if !status.shardsMissing.isEmpty { shards += ", \(number(status.shardsMissing.count)) missing (\(ranges(status.shardsMissing)))" }
+        if !status.shardsIncomplete.isEmpty { shards += ", \(number(status.shardsIncomplete.count)) incomplete (\(ranges(status.shardsIncomplete)))" }
         lines.append("  shards      " + shards)
         // Stats that do not mark their shard complete: the file and why, and what mirror urls does about it.
         for problem in status.shardsUntrusted.prefix(5) {
@@ -126,45 +125,12 @@ struct Status: AsyncParsableCommand {
         if status.shardsUntrusted.count > 5 { lines.append("  untrusted   … and \(status.shardsUntrusted.count - 5) more stats files") }
         lines.append("  rows        " + number(status.rows))
         lines.append("  saved       " + number(status.tally.saved) + "  (" + ByteCountFormatter.string(fromByteCount: status.tally.bytes, countStyle: .file) + ")")
-        lines += failureLines(status.tally)
-        lines += otherLines(status.tally)
+        lines += TallyReport.failureLines(status.tally)
+        lines += TallyReport.otherLines(status.tally)
         if let rate = status.imagesPerSecond, let started = status.started, let finished = status.finished {
             lines.append(String(format: "  throughput  %.1f images/s over %.1f s (first shard start to last shard end)", rate, finished - started))
         }
         return lines.joined(separator: "\n")
-    }
-
-    /// The rows that ended without an image and without failing: bad rows, duplicates, filtered, and the owners'
-    /// reservations by signal; and how many saved images declare they were generated.
-    static func otherLines(_ tally: Tally) -> [String] {
-        func number(_ value: Int) -> String { value.formatted(.number.grouping(.automatic)) }
-        var lines: [String] = []
-        for (label, value) in [("bad rows", tally.invalid), ("duplicates", tally.duplicates), ("near-dupl.", tally.nearDuplicates), ("filtered", tally.filtered), ("opted out", tally.optedOut), ("disallowed", tally.disallowed)] where value > 0 {
-            lines.append("  " + label.padding(toLength: 12, withPad: " ", startingAt: 0) + number(value))
-        }
-        if !tally.refusals.isEmpty {
-            lines.append("  reserved by " + tally.refusals.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.map { "\($0.key) \(number($0.value))" }.joined(separator: ", "))
-        }
-        if tally.generated > 0 { lines.append("  generated   \(number(tally.generated)) of the saved declare a machine made them") }
-        return lines
-    }
-
-    /// The failures by reason, then those that may work on another try and those that will not, with the command
-    /// that retries them.
-    static func failureLines(_ tally: Tally) -> [String] {
-        func number(_ value: Int) -> String { value.formatted(.number.grouping(.automatic)) }
-        var failed = number(tally.failed)
-        if !tally.failures.isEmpty {
-            failed += "  (" + tally.failures.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.map { "\($0.key) \(number($0.value))" }.joined(separator: ", ") + ")"
-        }
-        var lines = ["  failed      " + failed]
-        if tally.transient > 0 {
-            lines.append("    transient \(number(tally.transient)) may work now: run the same mirror urls command with --retry-failed")
-        }
-        if tally.permanent > 0 {
-            lines.append("    permanent \(number(tally.permanent)) failed for good (4xx, not an image, too big); --retry-failed all tries them again")
-        }
-        return lines
     }
 
     /// `3, 5-9, 12`.

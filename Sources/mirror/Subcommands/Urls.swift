@@ -232,18 +232,7 @@ struct Urls: AsyncParsableCommand {
     private func report(_ summary: URLListJob.Summary, interrupted: Bool) {
         if outputOptions.json { printJSON(summary) }
         guard !outputOptions.quiet else { return }
-        var line = "\(summary.tally.saved) saved, \(summary.tally.alreadySaved) already there, \(summary.tally.duplicates) duplicates"
-        if summary.tally.nearDuplicates > 0 { line += ", \(summary.tally.nearDuplicates) near-duplicates" }
-        line += ", \(summary.tally.failed) failed"
-        if summary.tally.invalid > 0 { line += ", \(summary.tally.invalid) bad rows" }
-        if summary.tally.filtered > 0 { line += ", \(summary.tally.filtered) filtered" }
-        if summary.tally.optedOut > 0 { line += ", \(summary.tally.optedOut) opted out" }
-        if summary.tally.disallowed > 0 { line += ", \(summary.tally.disallowed) disallowed by robots.txt" }
-        if summary.tally.optedOut > 0 { line += " (" + Self.bySignal(summary.tally.refusals, leaving: ConsentSignal.robots.rawValue) + ")" }
-        if summary.tally.generated > 0 { line += ", \(summary.tally.generated) of the saved declare they were generated" }
-        if !summary.tally.failures.isEmpty {
-            line += " (" + summary.tally.failures.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")"
-        }
+        var line = TallyReport.runPhrases(summary.tally, purpose: summary.purpose).joined(separator: ", ")
         if let shards = summary.shards {
             line += "; \(summary.shardsWritten ?? 0) shards written, "
             if let rewritten = summary.shardsRewritten, rewritten > 0 { line += "\(rewritten) rewritten, " }
@@ -258,11 +247,6 @@ struct Urls: AsyncParsableCommand {
         if let missing = Self.missingLine(transient: summary.missingTransient, permanent: summary.missingPermanent) {
             FileHandle.standardError.write(Data((missing + "\n").utf8))
         }
-    }
-
-    /// Refusals by signal, `content-signal 3, tdmrep-file 1`, without `leaving` (counted on its own already).
-    static func bySignal(_ refusals: [String: Int], leaving: String? = nil) -> String {
-        refusals.filter { $0.key != leaving }.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
     }
 
     /// What the output still lacks and which command retries it, or `nil` when it lacks nothing.

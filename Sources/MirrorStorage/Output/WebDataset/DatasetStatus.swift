@@ -21,7 +21,8 @@ public struct DatasetStatus: Sendable, Hashable {
     public var started: Double?
     public var finished: Double?
 
-    /// `mirror status --json`: the tally's counts named as the stats files name them, beside the rows and the shards.
+    /// `mirror status --json`: the tally's counts in the schema every output shares (``Tally/schemaVersion``), beside
+    /// the rows and the shards.
     public func json() -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
@@ -33,23 +34,28 @@ public struct DatasetStatus: Sendable, Hashable {
         let status: DatasetStatus
 
         private enum CodingKeys: String, CodingKey {
-            case rows, started, finished
-            case shardsDone = "shards_done", shardsMissing = "shards_missing", shardsIncomplete = "shards_incomplete"
-            case shardsUntrusted = "shards_untrusted"
-            case imagesPerSecond = "images_per_second"
+            case rows, started, finished, shardsDone, shardsMissing, shardsIncomplete, shardsUntrusted, imagesPerSecond
+            // Schema 1's names, written beside the new ones for one release.
+            case shardsDone1 = "shards_done", shardsMissing1 = "shards_missing", shardsIncomplete1 = "shards_incomplete"
+            case shardsUntrusted1 = "shards_untrusted", imagesPerSecond1 = "images_per_second"
         }
 
         func encode(to encoder: any Encoder) throws {
-            try status.tally.counts.encode(to: encoder)
+            try status.tally.encode(to: encoder, keys: .stats)
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encode(status.rows, forKey: .rows)
+            let untrusted = status.shardsUntrusted.map(\.shard)
             try container.encode(status.shardsDone, forKey: .shardsDone)
-            try container.encode(status.shardsMissing, forKey: .shardsMissing)
-            try container.encode(status.shardsIncomplete, forKey: .shardsIncomplete)
-            try container.encode(status.shardsUntrusted.map(\.shard), forKey: .shardsUntrusted)
+            try container.encode(status.shardsDone, forKey: .shardsDone1)
+            for (key, old, shards) in [(CodingKeys.shardsMissing, CodingKeys.shardsMissing1, status.shardsMissing),
+                                       (.shardsIncomplete, .shardsIncomplete1, status.shardsIncomplete), (.shardsUntrusted, .shardsUntrusted1, untrusted)] {
+                try container.encode(shards, forKey: key)
+                try container.encode(shards, forKey: old)
+            }
+            try container.encodeIfPresent(status.imagesPerSecond, forKey: .imagesPerSecond)
+            try container.encodeIfPresent(status.imagesPerSecond, forKey: .imagesPerSecond1)
             try container.encodeIfPresent(status.started, forKey: .started)
             try container.encodeIfPresent(status.finished, forKey: .finished)
-            try container.encodeIfPresent(status.imagesPerSecond, forKey: .imagesPerSecond)
         }
     }
 

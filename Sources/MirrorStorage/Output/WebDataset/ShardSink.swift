@@ -40,7 +40,7 @@ public final class ShardSink: ImageSink {
         /// records, for deduplicating a whole dataset afterwards: SCALING.md).
         public var deduplication: Deduplication = .exact
         /// The purpose reservations are matched against, and the signals set aside, written into each shard's stats
-        /// (`purpose`, `ignored_opt_outs`); `nil` and empty when the run reads none.
+        /// (`purpose`, `ignoredOptOuts`); `nil` and empty when the run reads none.
         public var purpose: UsePurpose?
         public var ignoredOptOuts: Set<ConsentSignal> = []
 

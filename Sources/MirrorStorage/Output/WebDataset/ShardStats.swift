@@ -30,7 +30,8 @@ package struct ShardStats: Codable, Sendable {
     /// The stats in the contents of the stats file (or object) `name`, when they are what mirror writes as shard
     /// `NNNNN`'s completion mark: a JSON object of the stats' fields, naming this shard (or none), at least one row, no
     /// count below zero, and the rows' outcomes adding up to its rows — every row ends in exactly one of `saved`,
-    /// `failed`, `invalid`, `duplicates`, `near_duplicates`, `filtered`, `opted_out` and `disallowed`.
+    /// `failed`, `invalidRows`, `duplicates`, `nearDuplicates`, `filtered`, `optedOut` and `disallowed` (or their
+    /// schema 1 names, `invalid`, `near_duplicates` and `opted_out`, in a file an earlier mirror wrote).
     ///
     /// ``ShardCompletion`` applies it, for every reader.
     static func verified(_ data: Data, name: String) -> Result<ShardStats, UntrustedShardStats> {
@@ -92,9 +93,11 @@ package struct ShardStats: Codable, Sendable {
 
     // MARK: Codable
 
+    /// The stats' own keys; the counts' are ``Tally``'s (``Tally/encode(to:keys:)``).
     private enum CodingKeys: String, CodingKey {
-        case shard, rows, seconds, started, finished, copy, copies, split, purpose
-        case ignoredOptOuts = "ignored_opt_outs"
+        case shard, rows, seconds, started, finished, copy, copies, split, purpose, ignoredOptOuts
+        /// Schema 1's name of ``ignoredOptOuts``: written beside it for one release, read always.
+        case ignoredOptOuts1 = "ignored_opt_outs"
     }
 
     package init(from decoder: any Decoder) throws {
@@ -111,13 +114,14 @@ package struct ShardStats: Codable, Sendable {
             let split = try container.decodeIfPresent(String.self, forKey: .split).flatMap(WorkShard.Split.init(rawValue:)) ?? .row
             copy = WorkShard(index: index, count: count, split: split)
         }
-        tally = Tally(counts: try Tally.Counts(from: decoder))
+        tally = try Tally(countsFrom: decoder)
         purpose = (try? container.decodeIfPresent(String.self, forKey: .purpose)).flatMap { $0.flatMap(UsePurpose.init(rawValue:)) }
-        ignoredOptOuts = Set(((try? container.decodeIfPresent([String].self, forKey: .ignoredOptOuts)) ?? nil ?? []).compactMap(ConsentSignal.init(rawValue:)))
+        let ignored = [CodingKeys.ignoredOptOuts, .ignoredOptOuts1].lazy.compactMap { try? container.decodeIfPresent([String].self, forKey: $0) }.first
+        ignoredOptOuts = Set((ignored ?? []).compactMap(ConsentSignal.init(rawValue:)))
     }
 
     package func encode(to encoder: any Encoder) throws {
-        try tally.counts.encode(to: encoder)
+        try tally.encode(to: encoder, keys: .stats)
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(shard, forKey: .shard)
         try container.encode(rows, forKey: .rows)
@@ -125,7 +129,11 @@ package struct ShardStats: Codable, Sendable {
         try container.encode(((started?.timeIntervalSince1970 ?? 0) * 1000).rounded() / 1000, forKey: .started)
         try container.encode(((finished?.timeIntervalSince1970 ?? 0) * 1000).rounded() / 1000, forKey: .finished)
         try container.encodeIfPresent(purpose?.rawValue, forKey: .purpose)
-        if purpose != nil { try container.encode(ignoredOptOuts.map(\.rawValue).sorted(), forKey: .ignoredOptOuts) }
+        if purpose != nil {
+            let ignored = ignoredOptOuts.map(\.rawValue).sorted()
+            try container.encode(ignored, forKey: .ignoredOptOuts)
+            try container.encode(ignored, forKey: .ignoredOptOuts1)
+        }
         if let copy {
             try container.encode(copy.index, forKey: .copy)
             try container.encode(copy.count, forKey: .copies)
