@@ -1,5 +1,4 @@
 import Foundation
-import MirrorConsent
 import MirrorModel
 
 /// Every signal mirror consults for one URL, and what ``ConsentPolicy`` decides on them: what `mirror why` prints.

@@ -1,5 +1,4 @@
 import Foundation
-import MirrorConsent
 import MirrorModel
 import MirrorSync
 import MirrorImages
