@@ -89,6 +89,9 @@ let package = Package(
         // from (`CacheType`), consent's words (signals, purposes, reservations, evidence) and what a duplicate is
         // (`Deduplication`, `NearDuplicatePolicy`).
         .target(name: "MirrorModel", dependencies: ["MirrorImages"]),
+        // URL tables: text, CSV, TSV, JSONL (gzip or not) scanned as bytes, Parquet over MirrorParquet, folders of them;
+        // every row's fields decoded without a byte replaced. No network and no storage, so it is fuzzed alone.
+        .target(name: "MirrorTables", dependencies: ["MirrorCore", "MirrorModel", "MirrorParquet", "CZlib"]),
         // Caching (memory, disk, the façade) and output (the folder, its state, WebDataset shards). No transport: object
         // storage is the layer above, behind the shards' `ShardStore`.
         .target(
@@ -164,8 +167,7 @@ let package = Package(
                 "MirrorSearch",
                 "MirrorTransport",
                 "MirrorImages",
-                "MirrorParquet",  // Parquet tables
-                "CZlib",  // gzip tables
+                "MirrorTables",
             ]
         ),
         .executableTarget(
@@ -199,7 +201,7 @@ let package = Package(
         .testTarget(
             name: "MirrorKitTests",
             dependencies: [
-                "MirrorSync", "MirrorKit", "MirrorCore", "MirrorModel", "MirrorConsent", "MirrorStorage", "MirrorObjectStore", "MirrorFetch", "MirrorSearch", "MirrorTestSupport", "CCodecs",
+                "MirrorSync", "MirrorKit", "MirrorCore", "MirrorModel", "MirrorTables", "MirrorConsent", "MirrorStorage", "MirrorObjectStore", "MirrorFetch", "MirrorSearch", "MirrorTestSupport", "CCodecs",
                 "CCodecsTesting", "CImageLibraries",
             ],
             resources: [.copy("Fixtures")]

@@ -7,6 +7,7 @@
 @_exported import MirrorObjectStore
 @_exported import MirrorSearch
 @_exported import MirrorStorage
+@_exported import MirrorTables
 @_exported import MirrorTransport  // the HTTPLoading a Pipeline or a SiteGate takes, and its one production driver
 
 /// The version of this build of mirror.

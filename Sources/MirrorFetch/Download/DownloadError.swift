@@ -1,6 +1,7 @@
 import Foundation
 import MirrorCore
 import MirrorImages
+import MirrorModel
 import MirrorTransport
 
 /// Why an image could not be had. Each case carries what a person needs to see. (A row kept out on purpose — filtered,

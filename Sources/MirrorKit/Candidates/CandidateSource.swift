@@ -1,5 +1,4 @@
 import Foundation
-import MirrorFetch
 import MirrorSearch
 import MirrorStorage
 

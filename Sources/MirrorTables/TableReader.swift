@@ -1,6 +1,5 @@
 import Foundation
 import MirrorCore
-import MirrorFetch
 import MirrorModel
 
 /// One row of a table of URLs, bad or good.

@@ -2,6 +2,7 @@ import Foundation
 @testable import MirrorCore
 @testable import MirrorFetch
 @testable import MirrorKit
+@testable import MirrorTables
 @testable import MirrorModel
 @testable import MirrorSearch
 @testable import MirrorStorage

@@ -1,5 +1,6 @@
 import Foundation
 @testable import MirrorKit
+@testable import MirrorTables
 @testable import MirrorModel
 import MirrorTestSupport
 import Testing
