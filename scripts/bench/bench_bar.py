@@ -11,7 +11,7 @@ concurrency, curl `--parallel` and each mirror binary run once, in an order that
 with its defaults (`mirror urls TABLE --out DIR --concurrency N --per-host N`; `--per-host` so that the one host is not
 held to mirror's default of 6 connections), curl `--parallel-max N --remote-name-all`. Output in a fresh folder on
 tmpfs (/dev/shm) unless `--out-dir` names another file system. CPU, peak RSS and the rest as scripts/bench/bench measures
-them (`bench.measure`: CPU of the tool's whole tree from wait4, in microseconds). The hash's cost is `openssl dgst
+them (`benchlib.measure`: CPU of the tool's whole tree from wait4, in microseconds). The hash's cost is `openssl dgst
 -sha256` over the same files, one process, measured the same way. The bar is mirror's CPU per image at most 1.5 ×
 (curl's + the hash's); the table prints the ratio.
 """
@@ -22,8 +22,8 @@ import shutil
 import statistics
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bench  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # scripts/lib
+import benchlib  # noqa: E402
 
 
 def main():
@@ -37,7 +37,7 @@ def main():
     parser.add_argument("--output", help="write the results as JSON here too")
     args = parser.parse_args()
 
-    corpus, www, photos = bench.corpus_photos(args.images, "bench-bar")
+    corpus, www, photos = benchlib.corpus_photos(args.images, "bench-bar")
     build = os.path.dirname(www)
     scratch = os.path.join(build, "bar")
     shutil.rmtree(scratch, ignore_errors=True)
@@ -46,7 +46,7 @@ def main():
     out = os.path.join(out_root, f"mirror-bench-bar-{os.getpid()}")
     env = dict(os.environ, XDG_CACHE_HOME=os.path.join(out_root, f"mirror-bench-bar-cache-{os.getpid()}"))
 
-    nginx = bench.Nginx(www, scratch, latency_ms=args.latency)
+    nginx = benchlib.Nginx(www, scratch, latency_ms=args.latency)
     results = {}
     try:
         base = f"http://127.0.0.1:{nginx.port}/{os.path.basename(corpus)}"
@@ -71,7 +71,7 @@ def main():
                         argv = ["curl", "--no-progress-meter", "--parallel", "--parallel-immediate", "--parallel-max",
                                 str(concurrency), "--fail", "--silent", "--remote-name-all", "--output-dir", out,
                                 "--config", curlrc]
-                    measured = bench.measure(argv, env, os.path.join(scratch, "out"), os.path.join(scratch, "err"), 900)
+                    measured = benchlib.measure(argv, env, os.path.join(scratch, "out"), os.path.join(scratch, "err"), 900)
                     cpu, wall, code = measured["user"] + measured["sys"], measured["wall"], measured["exit"]
                     rss = max(measured["rss_max_process"], measured["rss_tree_sampled"])
                     saved = sum(1 for entry in os.scandir(out) if entry.name.endswith(".jpg"))
@@ -80,7 +80,7 @@ def main():
                                  f"{len(photos)} photos saved")
                     results.setdefault(f"{concurrency}", {}).setdefault(name, []).append(
                         {"cpu_ms": cpu * 1000 / len(photos), "images_per_s": len(photos) / wall, "rss_mb": rss / 1e6})
-                    bench.log(f"bench-bar: c{concurrency} rep {rep + 1} {name}: {cpu * 1000 / len(photos):.4f} ms, "
+                    benchlib.log(f"bench-bar: c{concurrency} rep {rep + 1} {name}: {cpu * 1000 / len(photos):.4f} ms, "
                               f"{len(photos) / wall:.0f}/s, {rss / 1e6:.1f} MB")
     finally:
         nginx.stop()
@@ -88,14 +88,14 @@ def main():
             shutil.rmtree(folder, ignore_errors=True)
 
     files = [os.path.join(corpus, name) for name in photos]
-    hashes = [bench.measure(["openssl", "dgst", "-sha256"] + files, env, os.path.join(scratch, "out"), os.path.join(scratch, "err"), 900)
+    hashes = [benchlib.measure(["openssl", "dgst", "-sha256"] + files, env, os.path.join(scratch, "out"), os.path.join(scratch, "err"), 900)
               for _ in range(3)]
     sha = statistics.median((run["user"] + run["sys"]) * 1000 / len(photos) for run in hashes)
 
     def median(rows, key):
         return statistics.median(row[key] for row in rows)
 
-    where = "tmpfs" if not args.out_dir else bench.fs_type(out_root)
+    where = "tmpfs" if not args.out_dir else benchlib.fs_type(out_root)
     print(f"{len(photos)} photos from nginx on 127.0.0.1{f', {args.latency} ms before each response' if args.latency else ''}, "
           f"output on {where}, {args.reps} interleaved repetitions, medians; SHA-256 of the same bytes "
           f"(`openssl dgst`): {sha:.3f} ms per image.\n")

@@ -40,9 +40,8 @@ import shutil
 import statistics
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # scripts/lib: mirrorscripts
-import bench  # noqa: E402  (the corpus, nginx and the measuring are shared with scripts/bench/bench)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # scripts/lib
+import benchlib  # noqa: E402  (the corpus, nginx and the measuring, shared with scripts/bench/bench)
 from mirrorscripts import median, tar_members  # noqa: E402
 
 HEADING = "## Datasets: mirror vs img2dataset"
@@ -151,7 +150,7 @@ if not args.no_report:  # say now, not after the runs, what the report will do
                          f"\"{HEADING}\"; run it in full once, or add --no-report")
     if bounds and not marked(text, bounds, START, END):
         lines_lost = text[bounds[0]:bounds[1]].count("\n")
-        bench.log(f"bench-datasets: warning: \"{HEADING}\" in BENCHMARKS.md has no {START} … {END} markers: the whole "
+        benchlib.log(f"bench-datasets: warning: \"{HEADING}\" in BENCHMARKS.md has no {START} … {END} markers: the whole "
                   f"section ({lines_lost} lines, hand-written notes included) will be replaced; put the markers "
                   "around its generated part to keep the rest")
 
@@ -161,8 +160,8 @@ if not os.path.exists(mirror):
                      "--product mirror)")
 venv_bin = os.path.join(args.build_dir, "venv", "bin")
 www = os.path.join(args.build_dir, "www")
-corpus_dir = os.path.join(www, f"corpus-v{bench.CORPUS_VERSION}-{args.rows}")
-index = bench.generate_corpus(corpus_dir, args.rows)
+corpus_dir = os.path.join(www, f"corpus-v{benchlib.CORPUS_VERSION}-{args.rows}")
+index = benchlib.generate_corpus(corpus_dir, args.rows)
 files = index["files"]
 served_digests = {digest for _, _, digest in files}
 scratch = args.scratch or os.path.join(args.build_dir, "scratch-datasets")
@@ -182,7 +181,7 @@ def extension(name):
     return name.rsplit(".", 1)[-1].lower()
 
 
-nginx = bench.Nginx(www, os.path.join(args.build_dir, "state"))
+nginx = benchlib.Nginx(www, os.path.join(args.build_dir, "state"))
 base = f"http://127.0.0.1:{nginx.port}/{os.path.basename(corpus_dir)}"
 
 
@@ -282,7 +281,7 @@ def inspect(out, resized):
             seen["samples"] += 1
             seen["extensions"][ext] = seen["extensions"].get(ext, 0) + 1
             seen["jpeg"] += ext == "jpg" and data[:3] == b"\xff\xd8\xff"
-            seen["as_served"] += bench.digest_bytes(data) in served_digests
+            seen["as_served"] += benchlib.digest_bytes(data) in served_digests
             if resized:
                 try:
                     seen["square"] += Image.open(io.BytesIO(data)).size == (256, 256)
@@ -318,7 +317,7 @@ def run(key, tool, variant, table, rep, cell):
     out = os.path.join(scratch, "out", f"{key}-r{rep}")
     shutil.rmtree(out, ignore_errors=True)
     stem = os.path.join(logs, f"{key}-r{rep}")
-    result = bench.measure(command(tool, variant, table["path"], out), env, stem + ".out", stem + ".err", timeout=900)
+    result = benchlib.measure(command(tool, variant, table["path"], out), env, stem + ".out", stem + ".err", timeout=900)
     seen = inspect(out, variant in ("resize", "blur"))
     problems = problems_of(tool, variant, table, seen, result["exit"])
     n = table["rows"]
@@ -326,7 +325,7 @@ def run(key, tool, variant, table, rep, cell):
               "problems": problems, "images_per_s": n / result["wall"],
               "cpu_ms": (result["user"] + result["sys"]) / n * 1000,
               "rss": max(result["rss_max_process"], result["rss_tree_sampled"])}
-    bench.log(f"bench-datasets: {key} rep {rep}: {seen['samples']}/{n} samples, {record['images_per_s']:.0f} img/s, "
+    benchlib.log(f"bench-datasets: {key} rep {rep}: {seen['samples']}/{n} samples, {record['images_per_s']:.0f} img/s, "
               f"{record['cpu_ms']:.2f} ms CPU/img, {record['rss'] / 1e6:.0f} MB, exit {result['exit']}"
               + (f" — FAILED: {'; '.join(problems)} (output kept in {out})" if problems else ""))
     if not problems:
@@ -485,7 +484,7 @@ for lines in sections:
 print("\n".join(printed + (command_lines if full else [])))
 failures = [r for r in records if r["problems"]]
 if failures:
-    bench.log(f"bench-datasets: {len(failures)} run(s) failed their checks: "
+    benchlib.log(f"bench-datasets: {len(failures)} run(s) failed their checks: "
               + "; ".join(f"{r['key']} rep {r['rep']}: {', '.join(r['problems'])}" for r in failures)
               + ("" if args.no_report else "; BENCHMARKS.md left alone"))
     sys.exit(1)
@@ -501,4 +500,4 @@ if not args.no_report:
     text = splice(text, generated, inner)
     with open(report_path, "w", encoding="utf-8") as handle:
         handle.write(text)
-    bench.log(f"bench-datasets: wrote {report_path}")
+    benchlib.log(f"bench-datasets: wrote {report_path}")

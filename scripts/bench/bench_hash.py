@@ -6,7 +6,7 @@ The first IMAGES JPEG photos of scripts/bench/bench's corpus (made by `scripts/b
 names another bench folder), and the same pictures written by Pillow as PNG, WebP (quality 80) and GIF (Pillow's
 palette), in SCRATCH (default /dev/shm). For every repetition and format, each binary runs `mirror hash` over all the
 files and over the first file alone, in an order that rotates between repetitions; CPU is user + sys of the process
-(scripts/bench/bench's `measure`, wait4 of GNU time), and a file's cost is (all − one) / (IMAGES − 1), so that the start of
+(scripts/lib/benchlib.py's `measure`, wait4 of GNU time), and a file's cost is (all − one) / (IMAGES − 1), so that the start of
 the process is not counted. Prints a Markdown table of medians (and the range over repetitions); needs Pillow.
 """
 import argparse
@@ -15,8 +15,8 @@ import shutil
 import statistics
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bench  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # scripts/lib
+import benchlib  # noqa: E402
 
 FORMATS = [("jpg", None, {}), ("png", "PNG", {}), ("webp", "WEBP", {"quality": 80}), ("gif", "GIF", {})]
 
@@ -30,7 +30,7 @@ def main():
     args = parser.parse_args()
     from PIL import Image
 
-    corpus, _, photos = bench.corpus_photos(args.images, "bench-hash")
+    corpus, _, photos = benchlib.corpus_photos(args.images, "bench-hash")
     root = os.path.join(args.scratch, f"mirror-bench-hash-{os.getpid()}")
     files, sizes = {}, {}
     try:
@@ -47,7 +47,7 @@ def main():
                 files[extension].append(path)
             sizes[extension] = statistics.median(os.path.getsize(p) for p in files[extension])
         pixels = [Image.open(p).size for p in files["jpg"]]
-        bench.log(f"bench-hash: {args.images} photos, median {statistics.median(w for w, _ in pixels):.0f} x "
+        benchlib.log(f"bench-hash: {args.images} photos, median {statistics.median(w for w, _ in pixels):.0f} x "
                   f"{statistics.median(h for _, h in pixels):.0f}, mean {statistics.mean(w for w, _ in pixels):.0f} x "
                   f"{statistics.mean(h for _, h in pixels):.0f}, median {sizes['jpg'] / 1000:.0f} KB")
         per_image = {(m, e): [] for m in range(len(args.mirror)) for e in files}
@@ -59,12 +59,12 @@ def main():
                     cpu = []
                     for subset in (files[extension], files[extension][:1]):
                         stdout = os.path.join(root, "out")
-                        run = bench.measure([args.mirror[index], "hash"] + subset, None, stdout, stdout + ".err", 600)
+                        run = benchlib.measure([args.mirror[index], "hash"] + subset, None, stdout, stdout + ".err", 600)
                         if run["exit"] != 0:
                             raise SystemExit(f"bench-hash: {args.mirror[index]} hash exited {run['exit']} on {extension}")
                         cpu.append(run["user"] + run["sys"])
                     per_image[(index, extension)].append((cpu[0] - cpu[1]) * 1000 / (len(files[extension]) - 1))
-                    bench.log(f"bench-hash: rep {rep + 1} {extension} mirror {index + 1}: "
+                    benchlib.log(f"bench-hash: rep {rep + 1} {extension} mirror {index + 1}: "
                               f"{per_image[(index, extension)][-1]:.3f} ms")
         print("| format (median size) | " + " | ".join(f"mirror {i + 1}" for i in range(len(args.mirror))) + " |")
         print("| --- |" + " ---: |" * len(args.mirror))

@@ -20,8 +20,8 @@ import statistics
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bench  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # scripts/lib
+import benchlib  # noqa: E402
 
 
 def main():
@@ -36,14 +36,14 @@ def main():
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     build = os.environ.get("MIRROR_BENCH_DIR", os.path.join(root, ".build-bench"))
     www = os.path.join(build, "www")
-    small_dir = os.path.join(www, f"small-v{bench.CORPUS_VERSION}")
-    corpus = bench.generate_small_corpus(small_dir, args.rows)
+    small_dir = os.path.join(www, f"small-v{benchlib.CORPUS_VERSION}")
+    corpus = benchlib.generate_small_corpus(small_dir, args.rows)
     names = [name for name, _, _ in corpus["files"][:args.rows]]
     scratch = os.path.join(build, "hosts")
     shutil.rmtree(scratch, ignore_errors=True)
     os.makedirs(scratch)
     shm = "/dev/shm" if shutil.disk_usage("/dev/shm").free > 4 * 3200 * args.rows else scratch
-    nginx = bench.Nginx(www, scratch)
+    nginx = benchlib.Nginx(www, scratch)
     try:
         port = nginx.port
         folder = os.path.basename(small_dir)
@@ -64,7 +64,7 @@ def main():
                         "--encode", "keep", "--no-cache", "--concurrency", "64", "--per-host", "64",
                         "--connect-to", f"::127.0.0.1:{port}", "--quiet", "--json"]
                 log_base = os.path.join(scratch, f"{label}-{rep}")
-                measured = bench.measure(argv, dict(os.environ), log_base + ".out", log_base + ".err", 3600)
+                measured = benchlib.measure(argv, dict(os.environ), log_base + ".out", log_base + ".err", 3600)
                 with open(log_base + ".out") as f:
                     text = f.read().strip()
                 summary = json.loads(text.splitlines()[-1]) if text else {}
@@ -75,7 +75,7 @@ def main():
                     "saved": summary.get("saved"), "rows_per_s": args.rows / measured["wall"] if measured["wall"] else 0,
                 }
                 results[label].append(record)
-                bench.log(f"bench-hosts: {label} rep {rep}: exit {record['exit']}, {record['saved']} saved, "
+                benchlib.log(f"bench-hosts: {label} rep {rep}: exit {record['exit']}, {record['saved']} saved, "
                           f"{record['wall']:.1f} s ({record['rows_per_s']:.0f} rows/s), peak RSS {record['rss_mb']:.1f} MB, "
                           f"CPU {record['cpu']:.1f} s")
     finally:

@@ -29,8 +29,9 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bench  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # scripts/lib
+import benchlib  # noqa: E402
+from mirrorscripts import free_port, wait_for_port  # noqa: E402
 
 CA_NAME = "mirror-bench-web-ca"
 CA_FILE = f"/usr/local/share/ca-certificates/{CA_NAME}.crt"
@@ -63,7 +64,7 @@ class Machine:
             try:
                 action()
             except Exception as error:  # noqa: BLE001 — keep undoing the rest
-                bench.log(f"bench-web: could not undo a change: {error}")
+                benchlib.log(f"bench-web: could not undo a change: {error}")
 
     def make_certificates(self):
         ca_key, ca_crt = os.path.join(self.work, "ca.key"), os.path.join(self.work, "ca.crt")
@@ -121,7 +122,7 @@ class TLSNginx:
     def __init__(self, corpus, state, certificate, key):
         self.state = state
         os.makedirs(state, exist_ok=True)
-        self.port = bench.free_port()
+        self.port = free_port()
         self.log = os.path.join(state, "access.log")
         config = f"""
 daemon off;
@@ -160,7 +161,7 @@ http {{
             handle.write(config)
         self.process = subprocess.Popen(["/usr/sbin/nginx", "-e", f"{state}/error.log", "-p", state, "-c", path],
                                         stdout=subprocess.DEVNULL, stderr=open(os.path.join(state, "stderr.log"), "w"))
-        bench.wait_for_port(self.port)
+        wait_for_port(self.port)
 
     def reset_log(self):
         open(self.log, "w").close()
@@ -234,7 +235,7 @@ def main():
     parser.add_argument("--output", help="write the results as JSON here too")
     args = parser.parse_args()
 
-    corpus_dir, _, photos = bench.corpus_photos(args.rows, "bench-web")
+    corpus_dir, _, photos = benchlib.corpus_photos(args.rows, "bench-web")
     host_counts = [int(value) for value in args.hosts.split(",")]
     work = tempfile.mkdtemp(prefix="mirror-bench-web-", dir="/dev/shm")
     machine = Machine(work, max(host_counts), args.resolver)
@@ -271,7 +272,7 @@ def main():
                     shutil.rmtree(env["XDG_CACHE_HOME"], ignore_errors=True)
                     nginx.reset_log()
                     argv = command(tool, binary, args.venv_bin, table, urls, out, args.concurrency)
-                    measured = bench.measure(argv, env, os.path.join(work, "stdout"), os.path.join(work, "stderr"), timeout=900)
+                    measured = benchlib.measure(argv, env, os.path.join(work, "stdout"), os.path.join(work, "stderr"), timeout=900)
                     connections, resumed = nginx.connections()
                     saved = count_images(out)
                     row = {"hosts": hosts, "rep": rep, "tool": label, "saved": saved, "rows": len(urls), "exit": measured["exit"],
@@ -279,7 +280,7 @@ def main():
                            "rss_mb": max(measured["rss_max_process"], measured["rss_tree_sampled"]) / 1e6,
                            "connections": connections, "resumed": resumed, "wall": measured["wall"]}
                     results.append(row)
-                    bench.log(f"bench-web: {hosts} hosts rep {rep} {label}: {saved}/{len(urls)} in {measured['wall']:.1f}s, "
+                    benchlib.log(f"bench-web: {hosts} hosts rep {rep} {label}: {saved}/{len(urls)} in {measured['wall']:.1f}s, "
                               f"{row['images_per_s']:.0f}/s, {row['cpu_ms']:.2f} ms CPU/image, {row['rss_mb']:.0f} MB, "
                               f"{connections} connections ({resumed} resumed), exit {measured['exit']}")
     finally:
