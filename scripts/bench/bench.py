@@ -760,11 +760,10 @@ def build(args):
     if '"mirror-emulator"' in manifest:
         products.append("mirror-emulator")
     for product in products:
-        # As the README builds it: Swift's runtime and Foundation linked in.
-        log(f"bench: swift build -c release --static-swift-stdlib --product {product} --scratch-path {args.scratch_path}")
-        result = subprocess.run(["swift", "build", "-c", "release", "--static-swift-stdlib", "--product", product,
-                                 "--scratch-path", args.scratch_path], cwd=args.root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True)
+        # scripts/lib/build: the static release build, as the README builds a binary for another machine.
+        log(f"bench: scripts/lib/build --scratch-path {args.scratch_path} {product}")
+        result = subprocess.run([os.path.join(args.root, "scripts", "lib", "build"), "--scratch-path", args.scratch_path,
+                                 product], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         if result.returncode != 0:
             tail = "\n".join(result.stdout.splitlines()[-25:])
             if product == "mirror-emulator":
@@ -777,7 +776,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--root", default=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     parser.add_argument("--build-dir", help="corpus, virtualenv and scratch (default ROOT/.build-bench)")
-    parser.add_argument("--scratch-path", help="swift build --scratch-path (default ROOT/.build-release)")
+    parser.add_argument("--scratch-path", help="scripts/lib/build --scratch-path (default ROOT/.build-release)")
     parser.add_argument("--quick", action="store_true",
                         help="smoke run: 300 images, 1 repetition, 16 at once, 0 and 50 ms, scaling 1k, search 100")
     parser.add_argument("--images", type=int, help="images in the corpus (default 5000)")

@@ -156,8 +156,7 @@ if not args.no_report:  # say now, not after the runs, what the report will do
 
 mirror = os.path.join(args.root, ".build-release", "release", "mirror")
 if not os.path.exists(mirror):
-    raise SystemExit(f"bench-datasets: {mirror} is missing (swift build -c release --static-swift-stdlib --scratch-path .build-release "
-                     "--product mirror)")
+    raise SystemExit(f"bench-datasets: {mirror} is missing (scripts/lib/build makes it)")
 venv_bin = os.path.join(args.build_dir, "venv", "bin")
 www = os.path.join(args.build_dir, "www")
 corpus_dir = os.path.join(www, f"corpus-v{benchlib.CORPUS_VERSION}-{args.rows}")
