@@ -13,21 +13,13 @@ import os
 import struct
 import sys
 
-
-def jpeg_segments(data):
-    offset = 2
-    while offset + 4 <= len(data) and data[offset] == 0xFF:
-        marker = data[offset + 1]
-        if marker == 0xDA:
-            break
-        length = struct.unpack(">H", data[offset + 2:offset + 4])[0]
-        yield marker, data[offset + 4:offset + 2 + length]
-        offset += 2 + length
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # scripts/lib: mirrorscripts
+from mirrorscripts import NotWellFormed, jpeg_segments, png_chunks, webp_chunks  # noqa: E402
 
 
 def jpeg(data):
     packets, stores, extended, instances = [], [], {}, {}
-    for marker, body in jpeg_segments(data):
+    for marker, _, body in jpeg_segments(data):
         if marker == 0xE1 and body.startswith(b"http://ns.adobe.com/xap/1.0/\0"):
             packets.append(body[29:])
         elif marker == 0xE1 and body.startswith(b"http://ns.adobe.com/xmp/extension/\0"):
@@ -47,30 +39,24 @@ def jpeg(data):
 
 
 def png(data):
-    packets, stores, offset = [], [], 8
-    while offset + 12 <= len(data):
-        length, kind = struct.unpack(">I4s", data[offset:offset + 8])
-        body = data[offset + 8:offset + 8 + length]
+    packets, stores = [], []
+    for kind, body in png_chunks(data):
         if kind == b"iTXt" and body.startswith(b"XML:com.adobe.xmp\0") and body[18] == 0:
             rest = body[20:]
             rest = rest[rest.index(b"\0") + 1:]
             packets.append(rest[rest.index(b"\0") + 1:])
         elif kind == b"caBX":
             stores.append(body)
-        offset += 12 + length
     return packets, stores
 
 
 def webp(data):
-    packets, stores, offset = [], [], 12
-    while offset + 8 <= len(data):
-        kind, size = struct.unpack("<4sI", data[offset:offset + 8])
-        body = data[offset + 8:offset + 8 + size]
+    packets, stores = [], []
+    for kind, body in webp_chunks(data):
         if kind == b"XMP ":
             packets.append(body)
         elif kind == b"C2PA":
             stores.append(body)
-        offset += 8 + size + (size & 1)
     return packets, stores
 
 
@@ -112,7 +98,10 @@ def main():
         data = open(path, "rb").read()
         name = os.path.basename(path)
         readers = {b"\xff\xd8": jpeg, b"\x89P": png, b"RI": webp, b"GI": gif}
-        packets, stores = readers.get(data[:2], lambda _: ([], []))(data)
+        try:
+            packets, stores = readers.get(data[:2], lambda _: ([], []))(data)
+        except NotWellFormed:  # not the container its first bytes say: the whole file is still a seed
+            packets, stores = [], []
         seeds = [(3, "file", data)]
         seeds += [(0, f"xmp{index}", packet) for index, packet in enumerate(packets)]
         seeds += [(1, f"jumbf{index}", store) for index, store in enumerate(stores)]

@@ -1,6 +1,6 @@
-"""What the Python scripts in scripts/ share: a PNG maker, the tar reader for WebDataset shards, a median, loopback
-ports, an image server that can play an overloaded host, stopping a server, mirror-emulator's variables, and the
-pass/fail reporter of the checking scripts.
+"""What the Python scripts in scripts/ share: a PNG maker, the walkers of JPEG segments and of PNG and WebP chunks, the
+tar reader for WebDataset shards, a median, loopback ports, an image server that can play an overloaded host, stopping
+a server, mirror-emulator's variables, and the pass/fail reporter of the checking scripts.
 
 Standard library only: slurm_check.py runs on the system python3, the others in virtualenvs of their own. A script
 in a room of scripts/ (bench/, check/, fuzz/) puts this folder on sys.path from its own location
@@ -38,6 +38,55 @@ def png(width, height, pixels, text=None, level=6):
     comment = chunk(b"tEXt", b"Comment\x00" + text.encode()) if text is not None else b""
     return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
             + comment + chunk(b"IDAT", zlib.compress(raw, level)) + chunk(b"IEND", b""))
+
+
+
+# ---------------------------------------------------------------- reading image containers
+
+class NotWellFormed(ValueError):
+    """Bytes that are not the container they are read as (a JPEG without its SOI, a byte where a marker belongs)."""
+
+
+def jpeg_segments(data):
+    """The marker segments of a JPEG, in order, up to and with SOS: (marker byte, offset of its FF, payload after the
+    length). Fill bytes (FF FF) are skipped. Raises NotWellFormed without the SOI or where a marker is missing."""
+    if data[:2] != b"\xff\xd8":
+        raise NotWellFormed("not a JPEG")
+    i = 2
+    while i + 4 <= len(data):
+        if data[i] != 0xFF:
+            raise NotWellFormed(f"no marker at {i}")
+        marker = data[i + 1]
+        if marker == 0xFF:
+            i += 1
+            continue
+        length = struct.unpack(">H", data[i + 2:i + 4])[0]
+        yield marker, i, data[i + 4:i + 2 + length]
+        if marker == 0xDA:
+            return
+        i += 2 + length
+
+
+def png_chunks(data):
+    """(type, data) of each chunk of a PNG, in order."""
+    chunks, i = [], 8
+    while i + 8 <= len(data):
+        length, kind = struct.unpack(">I4s", data[i:i + 8])
+        chunks.append((kind, data[i + 8:i + 8 + length]))
+        i += 12 + length
+    return chunks
+
+
+def webp_chunks(data):
+    """(fourcc, data) of each RIFF chunk of a WebP, in order. Raises NotWellFormed when it is no RIFF WEBP."""
+    if data[:4] != b"RIFF" or data[8:12] != b"WEBP":
+        raise NotWellFormed("not a WebP")
+    chunks, i = [], 12
+    while i + 8 <= len(data):
+        kind, length = struct.unpack("<4sI", data[i:i + 8])
+        chunks.append((kind, data[i + 8:i + 8 + length]))
+        i += 8 + length + (length & 1)
+    return chunks
 
 
 # ---------------------------------------------------------------- shards and measurements
