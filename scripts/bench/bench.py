@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """The benchmark of issue 6: `mirror urls` against curl --parallel, aria2c, wget and img2dataset.
 
 Run it through scripts/bench/bench (which installs the tools and the virtualenv). It builds mirror in release

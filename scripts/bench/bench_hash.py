@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 """What `mirror hash` costs per image, by served format, for two (or more) builds in the same run (issue 45).
 
     python scripts/bench/bench_hash.py MIRROR [MIRROR ...] [--images 300] [--reps 5] [--scratch DIR]

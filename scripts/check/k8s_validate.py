@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """The consistency half of scripts/check/k8s-validate: what the Kubernetes schemas cannot check about deploy/k8s/.
 
     python scripts/check/k8s_validate.py deploy/k8s     # needs PyYAML (scripts/check/k8s-validate runs it from its virtualenv)

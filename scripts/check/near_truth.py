@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 """Ground truth for near-duplicate detection: real photographs, the variants of each that a detector must merge with
 it, and the hard cases it must keep apart; with Meta's reference PDQ hash as the yardstick of what is near.
 

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """The python3 half of scripts/check/slurm-check (standard library only): makes the corpus and the table, and checks shards.
 
     slurm_check.py port                                # prints a free TCP port on loopback
