@@ -192,7 +192,7 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
-        .executableTarget(name: "mirror-bench-server", dependencies: ["MirrorTestSupport"]),  // serves a folder with latency for scripts/bench
+        .executableTarget(name: "mirror-bench-server", dependencies: ["MirrorTestSupport"]),  // serves a folder with latency for scripts/bench/bench
         .executableTarget(name: "mirror-bench-index", dependencies: ["MirrorCore", "MirrorImages", "MirrorModel", "MirrorStorage"]),  // times --dedup near's lookup at scale
         // Serves the APIEmulator on loopback for hand runs and scripts/demo; prints MIRROR_*_ENDPOINT and key variables.
         .executableTarget(name: "mirror-emulator", dependencies: ["MirrorTestSupport"]),
@@ -209,7 +209,7 @@ let package = Package(
         // Reads the real writers' files in Tests/MirrorKitTests/Fixtures/parquet (found from the source tree, not copied).
         .testTarget(name: "MirrorParquetTests", dependencies: ["MirrorParquet"]),
         .testTarget(name: "MirrorTestSupportTests", dependencies: ["MirrorTestSupport"]),
-        // Tables/: Parquet files pyarrow wrote (scripts/make_table_fixtures.py), read from the source tree by the binary.
+        // Tables/: Parquet files pyarrow wrote (scripts/fixtures/make_table_fixtures.py), read from the source tree by the binary.
         .testTarget(name: "mirrorTests", dependencies: ["MirrorSync", "MirrorTransport", "MirrorTestSupport"], exclude: ["Tables"]),
     ],
     swiftLanguageModes: [.v6]
@@ -220,7 +220,7 @@ let package = Package(
 /// times: 113 s at `-O2`, 494 s at `-O0` (measured, debug build). `-O2` has no safe setting, and SwiftPM refuses an
 /// unsafe flag in a package used as a versioned dependency; a dependency's checkout lives under its user's
 /// `.build/checkouts/` (or Xcode's `SourcePackages/checkouts/`), and there the flag is left out: the user's own
-/// configuration decides how the codecs are optimised. `scripts/check-consumer` builds such a user.
+/// configuration decides how the codecs are optimised. `scripts/check/check-consumer` builds such a user.
 var codecsSettings: [CSetting] {
     let safe: [CSetting] = [.enableWarning("all"), .enableWarning("extra"), .treatAllWarnings(as: .error)]
     let directory = Context.packageDirectory

@@ -2,7 +2,7 @@
 // hostile bytes, and the C between them (the header walks and memory estimates, EXIF orientation, DCT scales, the
 // planes path, GIF frames on the screen, the fit's geometry, stb's resample, the blur of `--blur-col`, the encoders).
 //
-// Not part of Package.swift: `scripts/fuzz` builds CCodecs with `-fsanitize=fuzzer-no-link,address` and compiles this
+// Not part of Package.swift: `scripts/fuzz/fuzz` builds CCodecs with `-fsanitize=fuzzer-no-link,address` and compiles this
 // with `-sanitize=fuzzer,address -parse-as-library` (the Debian libraries are not instrumented; their allocations
 // still count against libFuzzer's malloc and RSS limits).
 //

@@ -1,7 +1,7 @@
 // libFuzzer harness for the readers of site owners' reservations: robots.txt (its rules, groups and Content-Signal /
 // Content-Usage lines), the TDMRep file, AI-preferences statements, X-Robots-Tag values, and the compiled path matcher.
 //
-// Not part of Package.swift: `scripts/fuzz` compiles it with `-sanitize=fuzzer,address -parse-as-library` against
+// Not part of Package.swift: `scripts/fuzz/fuzz` compiles it with `-sanitize=fuzzer,address -parse-as-library` against
 // MirrorKit's closure built in `.build-fuzz` with testing enabled.
 //
 // The first byte picks the reader (mod 5); the rest is its input. Besides "no trap":

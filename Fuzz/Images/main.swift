@@ -1,6 +1,6 @@
 // libFuzzer harness for ImageValidator: the header parsers of JPEG, PNG, GIF, WebP, BMP, TIFF and AVIF/HEIF.
 //
-// Not part of Package.swift: `scripts/fuzz` compiles it with `-sanitize=fuzzer,address -parse-as-library`
+// Not part of Package.swift: `scripts/fuzz/fuzz` compiles it with `-sanitize=fuzzer,address -parse-as-library`
 // against MirrorImages built in `.build-fuzz`. The input is the whole downloaded body.
 //
 // Invariants checked besides "no trap, no memory error": an accepted image has positive dimensions within the

@@ -1,12 +1,12 @@
 // libFuzzer harness for the mark readers behind `ImageValidator.readsMarks`: XMP packets (through corelibs'
 // XMLParser and libxml2), C2PA manifest stores (JUMBF), the CBOR decoder, and whole images read with their marks.
 //
-// Not part of Package.swift: `scripts/fuzz` compiles it with `-sanitize=fuzzer,address -parse-as-library` against
+// Not part of Package.swift: `scripts/fuzz/fuzz` compiles it with `-sanitize=fuzzer,address -parse-as-library` against
 // MirrorImages built in `.build-fuzz` (FoundationXML and libxml2 are linked, not instrumented).
 //
 // Input: [selector] then the payload; selector % 4: 0 an XMP packet (`MarkPayloadReaders.readXMPPacket`), 1 a JUMBF
 // manifest store (`readManifestStore`), 2 one CBOR item (`CBORDecoder`), 3 a whole image validated with `readsMarks`.
-// `scripts/fuzz marks` seeds each from the consent samples: the files, and the packets, stores and assertion bodies
+// `scripts/fuzz/fuzz marks` seeds each from the consent samples: the files, and the packets, stores and assertion bodies
 // extracted from them.
 //
 // Invariants checked besides "no trap, no memory error": every ImageMarks is within the readers' bounds (64 values of

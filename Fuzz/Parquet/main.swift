@@ -1,7 +1,7 @@
 // libFuzzer harness for MirrorParquet: the footer's Thrift, the schema's lists, page headers, the codecs, the
 // encodings and the reassembly of rows, from bytes in memory.
 //
-// Not part of Package.swift: `scripts/fuzz parquet` compiles it with `-sanitize=fuzzer,address -parse-as-library`
+// Not part of Package.swift: `scripts/fuzz/fuzz parquet` compiles it with `-sanitize=fuzzer,address -parse-as-library`
 // against MirrorParquet built in `.build-fuzz` (and the Debian decompressors, not instrumented). The input is a whole
 // file; the seeds are the real writers' files of Tests/MirrorKitTests/Fixtures/parquet.
 //
@@ -121,7 +121,7 @@ private typealias Element = (name: String, type: Int64?, repetition: Int64, chil
 /// The columns chunk mode chooses from, each as its schema elements below the root and its leaf's path: 0 INT32,
 /// 1 optional STRING, 2 optional list<list<double>> (3-level), 3 optional BOOLEAN, 4 INT64 TIMESTAMP_MICROS, 5 optional
 /// FIXED_LEN_BYTE_ARRAY(16) DECIMAL(38,10), 6 optional INT96, 7 repeated INT32, 8 optional FLOAT, 9 BYTE_ARRAY,
-/// 10 optional INT64, 11 optional DOUBLE, 12 optional INT32 (scripts/fuzz_parquet_seeds.py picks them by file).
+/// 10 optional INT64, 11 optional DOUBLE, 12 optional INT32 (scripts/fuzz/fuzz_parquet_seeds.py picks them by file).
 private let columns: [(elements: [Element], path: [String])] = [
     ([("x", 1, 0, 0, nil, nil, nil)], ["x"]),
     ([("x", 6, 1, 0, 0, nil, nil)], ["x"]),

@@ -1,6 +1,6 @@
 // libFuzzer harness for the eight providers' `parse(_:cursor:)`, driven through `SearchPaginator`.
 //
-// Not part of Package.swift: `scripts/fuzz` compiles it with `-sanitize=fuzzer,address -parse-as-library`
+// Not part of Package.swift: `scripts/fuzz/fuzz` compiles it with `-sanitize=fuzzer,address -parse-as-library`
 // against MirrorKit built in `.build-fuzz` with testing enabled (for the internal helpers).
 //
 // Input layout (so one corpus covers every provider and multi-page walks):

@@ -1,7 +1,7 @@
 // libFuzzer harness for the small parsers of untrusted text: URL tables (text, CSV, TSV, JSONL, gzip), file naming, name templates, cache keys,
 // Retry-After values, error-body messages and a row's boxes to blur (`--blur-col`).
 //
-// Not part of Package.swift: `scripts/fuzz` compiles it with `-sanitize=fuzzer,address -parse-as-library`
+// Not part of Package.swift: `scripts/fuzz/fuzz` compiles it with `-sanitize=fuzzer,address -parse-as-library`
 // against MirrorKit (and MirrorTransport, for `RetryAfter`) built in `.build-fuzz` with testing enabled.
 //
 // The first byte picks the function (mod 6; 255 alone: a box column's value); the rest is its input: a table's raw bytes, or for the others the bytes

@@ -15,7 +15,7 @@
 // and reads the blur at 64 x 64 points, so the same picture served at 60 % of its size, or decoded at another DCT scale,
 // is read at other places through another blur. On fine detail that moved the hash by 40-70 bits (a brick wall, a
 // printed page: issue 45); a cell's mean is the same whatever resolution it is computed from. Measured on
-// scripts/near_truth.py's ground truth (621 files of 120 pictures): the largest distance between two copies of a
+// scripts/check/near_truth.py's ground truth (621 files of 120 pictures): the largest distance between two copies of a
 // picture PDQ trusts went from 74 to 24 bits, and the closest two different pictures stayed 80 bits apart.
 //
 // What it costs: the decode. A JPEG of about 600 x 600 decodes to grey at 1/4 scale in about 1.1 ms, 0.9 of it the

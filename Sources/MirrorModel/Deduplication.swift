@@ -5,7 +5,7 @@ import MirrorImages
 /// (quality 1-49); never when either is flat (quality 0: its hash is noise) or under ``minimumSide`` pixels on its
 /// shorter side (a thumbnail's hash says too little).
 ///
-/// How the numbers were chosen (scripts/near_truth.py's 621 files of 120 pictures, BENCHMARKS.md "Recognition across
+/// How the numbers were chosen (scripts/check/near_truth.py's 621 files of 120 pictures, BENCHMARKS.md "Recognition across
 /// sizes and contrast"): copies of a picture PDQ trusts lie within 24 bits of each other; copies of a low-quality one
 /// within 24 bits of their original but up to 38 of each other (more of their coefficients sit near the median, so
 /// more bits flip); the closest two different pictures are 80 bits apart, 84 when either is of low quality. PDQ's own

@@ -84,7 +84,7 @@ public struct HTTPResponse: Sendable {
 public enum RetryAfter {
     /// The longest wait represented exactly: about 31,700 years, far beyond any retry limit, and small enough that its
     /// milliseconds fit an `Int64` (`"retry-after: 1e300"` and a date in the year 9999 trapped the conversion; found by
-    /// scripts/fuzz).
+    /// scripts/fuzz/fuzz).
     public static let longestDelay: Double = 1e12
 
     /// The wait a `Retry-After` value asks for, measured from `now`, never negative: delay-seconds (`0` included,
@@ -118,7 +118,7 @@ public enum RetryAfter {
     /// Parses the IMF-fixdate form and the two obsolete forms an HTTP-date may take.
     public static func httpDate(_ value: String) -> Date? {
         // HTTP-dates are printable ASCII. Anything else never reaches DateFormatter, whose Linux implementation traps
-        // on some non-ASCII text ("Incorrect range CFRange" for "We\u{301}h,stps"; found by scripts/fuzz).
+        // on some non-ASCII text ("Incorrect range CFRange" for "We\u{301}h,stps"; found by scripts/fuzz/fuzz).
         guard !value.isEmpty, value.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else { return nil }
         for format in ["EEE, dd MMM yyyy HH:mm:ss zzz", "EEEE, dd-MMM-yy HH:mm:ss zzz", "EEE MMM d HH:mm:ss yyyy"] {
             let formatter = DateFormatter()

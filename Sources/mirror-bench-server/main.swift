@@ -1,5 +1,5 @@
 // mirror-bench-server: serves a directory over HTTP/1.1 on 127.0.0.1 with an injected per-request latency,
-// for scripts/bench. Built on MirrorTestSupport's TestServer (SwiftNIO, one event-loop thread, keep-alive).
+// for scripts/bench/bench. Built on MirrorTestSupport's TestServer (SwiftNIO, one event-loop thread, keep-alive).
 //
 //     mirror-bench-server DIR [--latency-ms N] [--port-file FILE]
 //     mirror-bench-server --write-hostile-images DIR
@@ -11,7 +11,7 @@
 //
 // --write-hostile-images writes MirrorTestSupport's crafted images (DIR/crafted) and the ordinary ones beside them
 // (DIR/ordinary), with DIR/expected.tsv (name, the reason a resize run files, the reason a run without one files; "-"
-// for saved), for scripts/hostile-images, and exits.
+// for saved), for scripts/check/hostile-images, and exits.
 import Foundation
 import MirrorTestSupport
 

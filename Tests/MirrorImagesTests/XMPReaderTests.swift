@@ -183,7 +183,7 @@ struct XMPReaderTests {
 
     @Test("a processing instruction without data is refused before corelibs' parser strlens its NULL")
     func instructionWithoutData() {
-        // Given a DataMining value and `<?xp?>` (the shape scripts/fuzz marks found: a segmentation fault in
+        // Given a DataMining value and `<?xp?>` (the shape scripts/fuzz/fuzz marks found: a segmentation fault in
         // _NSXMLParserProcessingInstruction), and the same with a space, which libxml2 reports as empty data
         let body = "<rdf:Description xmlns:plus='\(Self.plus)'><plus:DataMining>\(Self.prohibited)</plus:DataMining>"
             + "</rdf:Description>"

@@ -383,7 +383,7 @@ struct TestServerTests {
             }
         }
 
-        // Then all were answered on one connection. (Speed is measured by scripts/bench, not asserted here:
+        // Then all were answered on one connection. (Speed is measured by scripts/bench/bench, not asserted here:
         // a shared or sanitized machine can be many times slower.)
         #expect(ok)
         #expect(server.totalRequests == count)

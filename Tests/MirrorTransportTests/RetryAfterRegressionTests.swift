@@ -2,7 +2,7 @@ import Foundation
 import MirrorTransport
 import Testing
 
-/// `Retry-After` values that crashed `scripts/fuzz text`, kept so the fix stays fixed.
+/// `Retry-After` values that crashed `scripts/fuzz/fuzz text`, kept so the fix stays fixed.
 @Suite("Fuzz regressions: Retry-After", .timeLimit(.minutes(5)))
 struct RetryAfterRegressionTests {
     @Test("a non-ASCII HTTP-date is not a date, and does not reach DateFormatter (text crash-a8d4a885)")

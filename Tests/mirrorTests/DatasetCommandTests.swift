@@ -3,7 +3,7 @@ import MirrorTestSupport
 import Testing
 
 /// Dataset collection end to end: tables in, WebDataset shards out, resized, resumable; opt-out headers and
-/// robots.txt. The shards are listed and unpacked by GNU tar here; `scripts/check-datasets` reads them with the
+/// robots.txt. The shards are listed and unpacked by GNU tar here; `scripts/check/check-datasets` reads them with the
 /// `webdataset` package and Hugging Face `datasets`.
 @Suite("mirror urls, datasets, end to end", .serialized)
 struct DatasetCommandTests {

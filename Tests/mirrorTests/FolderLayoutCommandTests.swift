@@ -4,7 +4,7 @@ import Testing
 
 /// Folders the Hugging Face Hub takes, end to end: `--layout` (numbered subfolders), `--split`, `metadata.jsonl` as a
 /// real copy of the manifest, a rerun that fetches nothing and a run killed with SIGKILL finished by the next.
-/// (The switch at 9,000 images and subfolders of 1,000 are run for real by scripts/check_datasets.py: 12,500 rows.)
+/// (The switch at 9,000 images and subfolders of 1,000 are run for real by scripts/check/check_datasets.py: 12,500 rows.)
 @Suite("Folder layout and splits, end to end", .serialized)
 struct FolderLayoutCommandTests: EmulatedSearch {
     /// A server with `count` PNGs at /p/<i>.png, and their URLs.

@@ -2,7 +2,7 @@ import Foundation
 import MirrorTestSupport
 import Testing
 
-/// `mirror urls` over Parquet tables pyarrow wrote (`Tests/mirrorTests/Tables`, scripts/make_table_fixtures.py), LAION's
+/// `mirror urls` over Parquet tables pyarrow wrote (`Tests/mirrorTests/Tables`, scripts/fixtures/make_table_fixtures.py), LAION's
 /// columns, their `http://images.test/…` URLs sent to the loopback server with `--connect-to`.
 @Suite("mirror urls, Parquet tables", .serialized)
 struct ParquetCommandTests {

@@ -4,7 +4,7 @@ import Testing
 
 /// `--retry-failed` end to end: a table whose hosts answer 503 for a fifth of its rows and 404 for a twentieth; the
 /// server recovers; only the 503 rows are asked for again, and only the shards that held them are written anew.
-/// `scripts/check-datasets` reads the rewritten shards with the `webdataset` package (each row once).
+/// `scripts/check/check-datasets` reads the rewritten shards with the `webdataset` package (each row once).
 @Suite("mirror urls --retry-failed, end to end", .serialized)
 struct RetryFailedTests {
     static let rows = 200

@@ -95,7 +95,7 @@ void mirror_codecs_free(void *data);
 // MARK: Perceptual hash
 
 /// Hashes of an image's centre without 1.5 %, 3 % and 4.5 % of each border, beside the whole image's: PDQ moves by
-/// 40-100 bits when 3 % is trimmed off each border (measured on photographs, scripts/near_truth.py), while the whole
+/// 40-100 bits when 3 % is trimmed off each border (measured on photographs, scripts/check/near_truth.py), while the whole
 /// image's centre hashes within a few bits of the trimmed copy.
 #define MIRROR_CODECS_PDQ_TRIMS 3
 

@@ -22,7 +22,7 @@ import FoundationXML
 ///    libxml2 whole characters only (a name cannot be a character reference, and no entity is declared);
 /// 6. it has no processing instruction without data (`<?name?>`): libxml2 reports its data as NULL and corelibs'
 ///    `_NSXMLParserProcessingInstruction` takes the pointer as non-null and `strlen`s it — a segmentation fault that
-///    `scripts/fuzz marks` found (`Fuzz/Seeds/marks/`); `<?name ?>` gives empty data and is fine. XMP's own
+///    `scripts/fuzz/fuzz marks` found (`Fuzz/Seeds/marks/`); `<?name ?>` gives empty data and is fine. XMP's own
 ///    `<?xpacket …?>` instructions always carry data;
 /// 7. no tag has more than ``maxAttributesPerTag`` (1,024) attributes and namespace declarations: libxml2 2.9 checks
 ///    an element's attributes for duplicates pair by pair, so 100,000 on one element (a megabyte) took 2.2 s here;

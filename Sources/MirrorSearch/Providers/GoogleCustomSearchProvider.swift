@@ -140,7 +140,7 @@ public struct GoogleCustomSearchProvider: ImageProvider {
             let reachedCap = (start.addingChecked(items.count) ?? .max) >= Self.resultCap
             return SearchPage(results: results, next: nil, continuation: reachedCap ? .capped : .exhausted, reportedTotal: total)
         }
-        // Compared, not subtracted: nextStart comes from the body and may be Int.min (found by scripts/fuzz).
+        // Compared, not subtracted: nextStart comes from the body and may be Int.min (found by scripts/fuzz/fuzz).
         let continuation: SearchPage.Continuation = nextStart < Self.resultCap && nextStart > start ? .more : .capped
         let next = nextStart > start ? PageCursor.offset(nextStart - 1) : nil
         return SearchPage(results: results, next: next, continuation: continuation, reportedTotal: total)

@@ -124,7 +124,7 @@ public struct NearDuplicateIndex: Sendable {
 ///
 /// A copy trimmed at its edges hashes near one of the original's trimmed centres, and the original's trimmed centres
 /// hash near the trimmed copy; two copies trimmed differently meet at a trim of each. So every hash of a new image is
-/// looked up among every hash of the saved ones: the closest pair decides. (Measured on scripts/near_truth.py's
+/// looked up among every hash of the saved ones: the closest pair decides. (Measured on scripts/check/near_truth.py's
 /// photographs: leaving out the trim-against-trim pairs lost 3 of 82 pictures at 31 bits, in table order.)
 ///
 /// Images PDQ trusts and the others are kept apart, each in indexes of their own distance (``NearDuplicatePolicy``: 31

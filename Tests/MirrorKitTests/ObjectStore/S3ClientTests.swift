@@ -10,7 +10,7 @@ import MirrorTransport
 import Testing
 
 /// The S3 client's requests as libcurl signs them, and its handling of answers, behind a stub loader. (The client
-/// against a real S3 server with signature checking is `scripts/check-s3`, read back by boto3.)
+/// against a real S3 server with signature checking is `scripts/check/check-s3`, read back by boto3.)
 @Suite("S3 client")
 struct S3ClientTests {
     private func client(_ loader: StubLoader, endpoint: String? = "http://127.0.0.1:9000/") -> S3Client {

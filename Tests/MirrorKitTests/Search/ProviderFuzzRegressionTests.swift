@@ -7,7 +7,7 @@ import Foundation
 import MirrorTransport
 import Testing
 
-/// Inputs that crashed a fuzz harness (`scripts/fuzz`), kept so the fix stays fixed.
+/// Inputs that crashed a fuzz harness (`scripts/fuzz/fuzz`), kept so the fix stays fixed.
 ///
 /// Each raw input is embedded as base64, exactly as libFuzzer saved it, with the harness's reading of its
 /// selector bytes spelled out; see `Fuzz/<Target>/main.swift` for the layouts.

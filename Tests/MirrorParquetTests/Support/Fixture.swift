@@ -2,7 +2,7 @@ import Foundation
 import MirrorParquet
 import Testing
 
-/// A file of `Tests/MirrorKitTests/Fixtures/parquet/`, written by a real writer (scripts/make_parquet_fixtures.py), with
+/// A file of `Tests/MirrorKitTests/Fixtures/parquet/`, written by a real writer (scripts/fixtures/make_parquet_fixtures.py), with
 /// what pyarrow reads from it. Found from this source file's path: the fixtures are shared with MirrorKit's tests and
 /// not copied into this target.
 struct Fixture: CustomTestStringConvertible, Sendable {

@@ -2,7 +2,7 @@
 /// Overflow-checked arithmetic for cursors built from numbers an API sent.
 ///
 /// Page numbers, offsets and counts in a response body are untrusted: `"page": 9223372036854775807` made
-/// `page + 1` trap (found by `scripts/fuzz providers`). Parsers combine such numbers with these helpers and
+/// `page + 1` trap (found by `scripts/fuzz/fuzz providers`). Parsers combine such numbers with these helpers and
 /// treat `nil` as "no further page".
 extension Int {
     /// `self + other`, or `nil` when the sum does not fit.

@@ -9,7 +9,7 @@ import Testing
 
 /// Where images go in a folder: flat, or numbered subfolders of a fixed size, so that no folder passes the Hub's 10,000
 /// files; top-ups that move nothing; a table job that decides by what it may add. Small sizes (3 images a subfolder,
-/// 4 flat) stand for the real 1,000 and 9,000; scripts/check_datasets.py runs the real ones on 12,500 rows.
+/// 4 flat) stand for the real 1,000 and 9,000; scripts/check/check_datasets.py runs the real ones on 12,500 rows.
 @Suite("Folder layout", .serialized)
 struct FolderLayoutTests: PublishingToFolders {
     /// 3 images a subfolder, at most 4 flat.
