@@ -21,8 +21,9 @@ func checkBoxes(_ boxes: BlurBoxes) {
     }
 }
 
-/// Traps unless `reader`'s rows keep the promises every table reader makes: in order, only http(s) URLs, boxes bounded.
-func checkRows(_ reader: any TableRowReading) {
+/// Traps unless `reader`'s rows keep the promises every table reader makes: in order, only http(s) URLs, boxes bounded;
+/// and what `check` asks of each row (its number, counted from 1).
+func checkRows<Reader: TableRowReading>(_ reader: Reader, _ check: (TableRow, Int) -> Void = { _, _ in }) {
     var position = 0
     while let row = try? reader.next() {
         precondition(row.position == position, "row \(row.position) after \(position - 1)")
@@ -32,6 +33,7 @@ func checkRows(_ reader: any TableRowReading) {
         }
         _ = row.key
         if case let .success(boxes)? = row.blurBoxes { checkBoxes(boxes) }
+        check(row, position)
     }
 }
 
@@ -71,14 +73,8 @@ public func fuzzTables(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
     // JSONL rows give a digest and boxes too (fields need no header).
     let columns = tableFormat == .jsonl ? TableColumns(hash: "sha256", blur: "boxes") : TableColumns()
     if let reader = try? TableReader(path: file.path, format: tableFormat, columns: columns, limits: limits) {
-        var position = 0
         var lastLine = 0
-        while let row = try? reader.next() {
-            precondition(row.position == position, "row \(row.position) after \(position - 1)")
-            position += 1
-            if case let .success(url) = row.url {
-                precondition(["http", "https"].contains(url.scheme?.lowercased() ?? ""), "accepted \(url)")
-            }
+        checkRows(reader) { row, position in
             if tableFormat == .csv || tableFormat == .tsv {
                 precondition(row.place == "row \(position)", "\(row.place) for row \(position)")
             } else {
@@ -89,8 +85,6 @@ public func fuzzTables(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
             if !hadReplacement, let caption = row.caption {
                 precondition(!caption.unicodeScalars.contains("\u{FFFD}"), "a byte replaced in \(caption.debugDescription)")
             }
-            _ = row.key
-            if case let .success(boxes)? = row.blurBoxes { checkBoxes(boxes) }
             // The buffer's capacity: the bound, and what malloc rounds a block up to (a page at most).
             precondition(reader.peakHeldBytes <= limits.record + 4096, "held \(reader.peakHeldBytes) bytes of a row")
         }

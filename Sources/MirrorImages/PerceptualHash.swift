@@ -19,7 +19,7 @@ public struct PerceptualHash: Sendable, Hashable, CustomStringConvertible {
     public static let reliableQuality = 50
 
     /// The computation this mirror hashes with (`CCodecs`' `MIRROR_CODECS_PDQ_VERSION`): 2, PDQ of a canonical rendering
-    /// (the picture's luma averaged onto a fixed grid, whatever size it was served at); 1, issue 36's, PDQ of the
+    /// (the picture's luma averaged onto a fixed grid, whatever size it was served at); 1, PDQ of the
     /// decoded pixels. A manifest record without `pdq_version` was hashed by version 1.
     public static let version = 2
 

@@ -320,7 +320,7 @@ final class Transfer: @unchecked Sendable {
             // A redirect to (or a URL of) another scheme, which the protocol policy refuses; or, for an http(s) URL
             // with no redirect refused, an answer that was not HTTP at all ("Received HTTP/0.9 when not allowed"):
             // the bytes a previous response left past its length on a connection kept alive, or a server that is not
-            // one. The second is the connection's fault, not the URL's (issue 43).
+            // one. The second is the connection's fault, not the URL's.
             if let target = refusedRedirectTarget() { return .disallowedProtocol(url: target) }
             let scheme = request.url.scheme?.lowercased()
             guard scheme == "http" || scheme == "https" else { return .disallowedProtocol(url: request.url.absoluteString) }

@@ -70,7 +70,7 @@ public final class DownloadManager: Sendable {
 
         /// The deadline of an attempt when `--timeout` is not given: 15 s, plus the largest image's time at 256 KiB/s,
         /// at most 5 minutes — 215 s with the default 50 MiB. A body that keeps coming just above the stall floor (1,000
-        /// bytes/s) would otherwise hold its row, and the run, for hours (50 MB at 1.5 kB/s: 9.7 hours; issue 43); 256
+        /// bytes/s) would otherwise hold its row, and the run, for hours (50 MB at 1.5 kB/s: 9.7 hours); 256
         /// KiB/s is a slow mobile link, so a whole image the server really sends is not cut short.
         public static func defaultDeadline(maximumBytes: Int64) -> Duration {
             let seconds = 15 + Double(max(0, maximumBytes)) / Double(256 * 1024)
