@@ -360,15 +360,9 @@ public final class DownloadManager: Sendable {
                 hostOutcome = .failure
                 next = .end(ticket.cancelled ? .failed(.cancelled) : .keptOut(outcome))
             case let .failed(error, nextAttempt):
-                var retryAfter: Duration?
-                if case let .throttled(after) = nextAttempt {
-                    hostOutcome = .throttled(retryAfter: after)
-                    retryAfter = after
-                } else {
-                    hostOutcome = .failure
-                }
+                hostOutcome = if case .throttled = nextAttempt { .throttled(retryAfter: nextAttempt.retryAfter) } else { .failure }
                 var decision = ticket.cancelled ? .giveUp : configuration.retry.decision(
-                    afterAttempt: ticket.attempt, retryable: nextAttempt != .none, retryAfter: retryAfter, using: &state.random
+                    afterAttempt: ticket.attempt, retryable: nextAttempt != .none, retryAfter: nextAttempt.retryAfter, using: &state.random
                 )
                 // An answer that was not HTTP over a connection kept alive is that connection's fault (bytes an
                 // earlier response left past its length): once more at once, on a fresh connection, whatever the

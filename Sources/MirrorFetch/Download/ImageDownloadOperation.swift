@@ -37,6 +37,11 @@ final class ImageDownloadOperation: AsyncOperation, @unchecked Sendable {
         /// The host asked to slow down (a 429, or a 503 with `Retry-After`): another attempt no sooner than
         /// `retryAfter`, and fewer requests to the host at once.
         case throttled(retryAfter: Duration?)
+
+        /// The least wait before another attempt that the host asked for, if it asked.
+        var retryAfter: Duration? {
+            if case let .throttled(retryAfter) = self { retryAfter } else { nil }
+        }
     }
 
     package let request: DownloadRequest
